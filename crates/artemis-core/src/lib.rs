@@ -1,0 +1,11 @@
+//! An async client for the Apache ActiveMQ Artemis **Core** protocol.
+//!
+//! The crate knows nothing of transfers, Postgres or HTTP. It has two layers:
+//!
+//! | layer | job | may depend on |
+//! |---|---|---|
+//! | [`protocol`] | the wire format: frames, packets, messages, typed properties; pure, no I/O | `bytes`, `std` |
+//! | connection, session, consumer, producer | one task owns the socket; handles talk to it | `protocol`, tokio |
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod protocol;

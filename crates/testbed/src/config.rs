@@ -1,0 +1,208 @@
+//! The test bed's layout, read from `config/testbed.toml` with the same environment overrides as
+//! `scripts/testbed` (`TESTBED_DIR`, `ARTEMIS_VERSION`, `TESTBED_PG_PORT`).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// First Core port and HTTP port of a broker made by `artemis create`; each node adds its `port_offset`.
+const CORE_BASE_PORT: u16 = 61616;
+const HTTP_BASE_PORT: u16 = 8161;
+
+/// What a node is in its cluster's HA pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeRole {
+    /// A live node.
+    Primary,
+    /// A passive shared-store backup.
+    Backup,
+}
+
+/// One broker node of the test bed.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Its name, which is also the broker name in its MBeans (`broker="<name>"`).
+    pub name: String,
+    /// The cluster it belongs to (`east`, `west`).
+    pub cluster: String,
+    /// Primary or backup.
+    pub role: NodeRole,
+    /// The Core acceptor's port on 127.0.0.1.
+    pub core_port: u16,
+    /// The web server's port on 127.0.0.1 (Jolokia lives under `/console/jolokia`).
+    pub http_port: u16,
+    /// The broker user.
+    pub user: String,
+    /// The broker user's password.
+    pub password: String,
+}
+
+impl Node {
+    /// `tcp://127.0.0.1:<core port>`.
+    pub fn core_url(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.core_port)
+    }
+
+    /// The Jolokia endpoint.
+    pub fn jolokia_url(&self) -> String {
+        format!("http://127.0.0.1:{}/console/jolokia", self.http_port)
+    }
+
+    /// The broker MBean's ObjectName.
+    pub fn broker_mbean(&self) -> String {
+        format!("org.apache.activemq.artemis:broker=\"{}\"", self.name)
+    }
+}
+
+/// The whole test bed.
+#[derive(Debug, Clone)]
+pub struct TestBed {
+    /// The folder everything lives in (`target/testbed`).
+    pub dir: PathBuf,
+    /// The Artemis version the brokers run.
+    pub artemis_version: String,
+    /// The nodes, in start order.
+    pub nodes: Vec<Node>,
+    /// `postgres://…` of the project's database.
+    pub database_url: String,
+    /// Postgres' TCP address.
+    pub postgres_addr: (String, u16),
+}
+
+#[derive(Deserialize)]
+struct RawConfig {
+    paths: RawPaths,
+    artemis: RawArtemis,
+    postgres: RawPostgres,
+    node: Vec<RawNode>,
+}
+
+#[derive(Deserialize)]
+struct RawPaths {
+    dir: String,
+}
+
+#[derive(Deserialize)]
+struct RawArtemis {
+    version: String,
+    user: String,
+    password: String,
+}
+
+#[derive(Deserialize)]
+struct RawPostgres {
+    host: String,
+    port: u16,
+    database: String,
+    user: String,
+    password: String,
+}
+
+#[derive(Deserialize)]
+struct RawNode {
+    name: String,
+    cluster: String,
+    port_offset: u16,
+    role: NodeRole,
+}
+
+/// The repository root (this crate lives in `crates/testbed`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+}
+
+impl TestBed {
+    /// The test bed's layout, read once per process. Does not check that anything runs: see [`TestBed::require`].
+    pub fn get() -> &'static TestBed {
+        static BED: OnceLock<TestBed> = OnceLock::new();
+        BED.get_or_init(|| TestBed::load().unwrap_or_else(|e| panic!("cannot read config/testbed.toml: {e}")))
+    }
+
+    fn load() -> Result<TestBed, String> {
+        let root = repo_root();
+        let text = std::fs::read_to_string(root.join("config/testbed.toml")).map_err(|e| e.to_string())?;
+        let raw: RawConfig = toml::from_str(&text).map_err(|e| e.to_string())?;
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let dir = PathBuf::from(env("TESTBED_DIR").unwrap_or(raw.paths.dir));
+        let dir = if dir.is_absolute() { dir } else { root.join(dir) };
+        let pg_port = match env("TESTBED_PG_PORT") {
+            Some(p) => p.parse().map_err(|_| format!("TESTBED_PG_PORT={p} is not a port"))?,
+            None => raw.postgres.port,
+        };
+        let pg = raw.postgres;
+        let nodes = raw
+            .node
+            .into_iter()
+            .map(|n| Node {
+                name: n.name,
+                cluster: n.cluster,
+                role: n.role,
+                core_port: CORE_BASE_PORT + n.port_offset,
+                http_port: HTTP_BASE_PORT + n.port_offset,
+                user: raw.artemis.user.clone(),
+                password: raw.artemis.password.clone(),
+            })
+            .collect();
+        Ok(TestBed {
+            dir,
+            artemis_version: env("ARTEMIS_VERSION").unwrap_or(raw.artemis.version),
+            nodes,
+            database_url: format!("postgres://{}:{}@{}:{}/{}", pg.user, pg.password, pg.host, pg_port, pg.database),
+            postgres_addr: (pg.host, pg_port),
+        })
+    }
+
+    /// The node called `name`; panics on a name the test bed does not have (a typo in a test).
+    pub fn node(&self, name: &str) -> &Node {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .unwrap_or_else(|| panic!("the test bed has no node {name:?}; see config/testbed.toml"))
+    }
+
+    /// The unpacked Artemis distribution (its `lib/` holds the official client jars).
+    pub fn artemis_home(&self) -> PathBuf {
+        self.dir.join("dist").join(format!("apache-artemis-{}", self.artemis_version))
+    }
+
+    /// Where `scripts/testbed up` compiled `tests/java`.
+    pub fn java_build_dir(&self) -> PathBuf {
+        self.dir.join("java")
+    }
+
+    /// Fails the calling test, with the command that starts it, unless Postgres and every node answer.
+    ///
+    /// Call it first in every test that needs the test bed.
+    pub async fn require() -> &'static TestBed {
+        static CHECKED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+        let bed = TestBed::get();
+        CHECKED
+            .get_or_init(|| async {
+                let mut missing = Vec::new();
+                let (host, port) = &bed.postgres_addr;
+                let pg = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect((host.as_str(), *port)));
+                if !matches!(pg.await, Ok(Ok(_))) {
+                    missing.push(format!("Postgres on {host}:{port}"));
+                }
+                for node in &bed.nodes {
+                    if crate::jolokia::Jolokia::new(node).broker_state().await.is_err() {
+                        missing.push(format!("node {} ({})", node.name, node.jolokia_url()));
+                    }
+                }
+                if !bed.java_build_dir().join("Fidelity.class").exists() {
+                    missing.push(format!("the Java fidelity helper in {}", bed.java_build_dir().display()));
+                }
+                assert!(
+                    missing.is_empty(),
+                    "the test bed is not running ({} did not answer). Start it with `scripts/testbed up`, \
+                     then run the tests again.",
+                    missing.join(", ")
+                );
+            })
+            .await;
+        bed
+    }
+}

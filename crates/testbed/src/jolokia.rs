@@ -1,0 +1,162 @@
+//! A small Jolokia client for setting up and checking brokers in tests.
+//!
+//! Deliberately separate from the application's own management client: a test must not judge the code under
+//! test with that same code. Only what tests need: read, exec, queue create/destroy, depths, broker state.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::config::Node;
+
+/// What went wrong talking to Jolokia.
+#[derive(Debug, thiserror::Error)]
+pub enum JolokiaError {
+    /// The HTTP request failed (node down, stopped, refused).
+    #[error("jolokia on {node} did not answer: {source}")]
+    Http {
+        /// The node.
+        node: String,
+        /// The transport error.
+        source: reqwest::Error,
+    },
+    /// HTTP answered with a non-200 status (403 bad credentials or role, 429 login throttled).
+    #[error("jolokia on {node} answered HTTP {status}")]
+    HttpStatus {
+        /// The node.
+        node: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// Jolokia answered, with an error status in its body.
+    #[error("jolokia on {node}: {status} {error}")]
+    Agent {
+        /// The node.
+        node: String,
+        /// Jolokia's status (400, 403, 404, 500).
+        status: i64,
+        /// Jolokia's error text.
+        error: String,
+    },
+}
+
+/// A Jolokia client bound to one node.
+#[derive(Debug, Clone)]
+pub struct Jolokia {
+    node: Node,
+    http: reqwest::Client,
+}
+
+impl Jolokia {
+    /// A client for `node`, authenticating as the test bed's broker user.
+    pub fn new(node: &Node) -> Jolokia {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("http client");
+        Jolokia { node: node.clone(), http }
+    }
+
+    /// Sends one request object and returns its `value`.
+    pub async fn request(&self, body: Value) -> Result<Value, JolokiaError> {
+        let node = self.node.name.clone();
+        let resp = self
+            .http
+            .post(format!("{}/", self.node.jolokia_url()))
+            .basic_auth(&self.node.user, Some(&self.node.password))
+            // The default jolokia-access.xml checks CORS strictly: every request needs a matching Origin.
+            .header("Origin", "http://127.0.0.1")
+            .json(&body)
+            .send()
+            .await
+            .map_err(|source| JolokiaError::Http { node: node.clone(), source })?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            return Err(JolokiaError::HttpStatus { node, status });
+        }
+        let answer: Value = resp.json().await.map_err(|source| JolokiaError::Http { node: node.clone(), source })?;
+        match answer["status"].as_i64() {
+            Some(200) => Ok(answer["value"].clone()),
+            other => Err(JolokiaError::Agent {
+                node,
+                status: other.unwrap_or(-1),
+                error: answer["error"].as_str().unwrap_or("(no error text)").to_string(),
+            }),
+        }
+    }
+
+    /// Reads attributes of an MBean; the value is an object keyed by attribute name.
+    pub async fn read(&self, mbean: &str, attributes: &[&str]) -> Result<Value, JolokiaError> {
+        self.request(json!({"type": "read", "mbean": mbean, "attribute": attributes})).await
+    }
+
+    /// Runs an operation (`name(signature)`) of an MBean.
+    pub async fn exec(&self, mbean: &str, operation: &str, arguments: Value) -> Result<Value, JolokiaError> {
+        self.request(json!({"type": "exec", "mbean": mbean, "operation": operation, "arguments": arguments})).await
+    }
+
+    /// `Active`, `Backup`, `NodeID`, `Version` of the broker.
+    pub async fn broker_state(&self) -> Result<Value, JolokiaError> {
+        self.read(&self.node.broker_mbean(), &["Active", "Backup", "NodeID", "Version"]).await
+    }
+
+    /// The MBean of an anycast queue whose address has the same name.
+    pub fn queue_mbean(&self, address: &str, queue: &str) -> String {
+        format!(
+            "{},component=addresses,address={},subcomponent=queues,routing-type=\"anycast\",queue={}",
+            self.node.broker_mbean(),
+            quote(address),
+            quote(queue)
+        )
+    }
+
+    /// Creates a durable anycast queue `name` on address `name`.
+    pub async fn create_queue(&self, name: &str) -> Result<(), JolokiaError> {
+        let config = json!({"name": name, "address": name, "routing-type": "ANYCAST", "durable": true}).to_string();
+        self.exec(&self.node.broker_mbean(), "createQueue(java.lang.String,boolean)", json!([config, false])).await?;
+        Ok(())
+    }
+
+    /// Destroys queue `name` and its messages (and its address, when it has no other queue).
+    pub async fn destroy_queue(&self, name: &str) -> Result<(), JolokiaError> {
+        self.exec(
+            &self.node.broker_mbean(),
+            "destroyQueue(java.lang.String,boolean,boolean)",
+            json!([name, true, true]),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The queue's `MessageCount` (its depth, including messages in delivery and scheduled ones).
+    pub async fn message_count(&self, queue: &str) -> Result<i64, JolokiaError> {
+        let value = self.read(&self.queue_mbean(queue, queue), &["MessageCount"]).await?;
+        Ok(value["MessageCount"].as_i64().unwrap_or(-1))
+    }
+}
+
+/// `javax.management.ObjectName.quote`: wrap in double quotes, backslash-escape `" * ? \` and newline.
+pub fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' | '*' | '?' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            _ => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote;
+
+    #[test]
+    fn quote_escapes_like_object_name_quote() {
+        assert_eq!(quote("plain"), "\"plain\"");
+        assert_eq!(quote("a\"b*c?d\\e\nf"), "\"a\\\"b\\*c\\?d\\\\e\\nf\"");
+    }
+}
