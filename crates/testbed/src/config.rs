@@ -1,5 +1,5 @@
 //! The test bed's layout, read from `config/testbed.toml` with the same environment overrides as
-//! `scripts/testbed` (`TESTBED_DIR`, `ARTEMIS_VERSION`, `TESTBED_PG_PORT`).
+//! `scripts/testbed` (`TESTBED_DIR`, `ARTEMIS_VERSION`, `TESTBED_PG_PORT`, `TESTBED_PORT_SHIFT`).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -132,6 +132,12 @@ impl TestBed {
             Some(p) => p.parse().map_err(|_| format!("TESTBED_PG_PORT={p} is not a port"))?,
             None => raw.postgres.port,
         };
+        // A second test bed beside the first (see scripts/testbed) shifts every port.
+        let shift: u16 = match env("TESTBED_PORT_SHIFT") {
+            Some(s) => s.parse().map_err(|_| format!("TESTBED_PORT_SHIFT={s} is not a number"))?,
+            None => 0,
+        };
+        let pg_port = pg_port + shift;
         let pg = raw.postgres;
         let nodes = raw
             .node
@@ -140,8 +146,8 @@ impl TestBed {
                 name: n.name,
                 cluster: n.cluster,
                 role: n.role,
-                core_port: CORE_BASE_PORT + n.port_offset,
-                http_port: HTTP_BASE_PORT + n.port_offset,
+                core_port: CORE_BASE_PORT + n.port_offset + shift,
+                http_port: HTTP_BASE_PORT + n.port_offset + shift,
                 user: raw.artemis.user.clone(),
                 password: raw.artemis.password.clone(),
             })
