@@ -1,1 +1,15 @@
-//! artemis-transfer
+//! artemis-transfer: moves or copies selected messages between Apache ActiveMQ Artemis brokers, once, as a
+//! durable run that can be watched, stopped, resumed and undone.
+//!
+//! Layers, each knowing only those below it:
+//!
+//! | module | job |
+//! |---|---|
+//! | `cli`, `api`, `worker` | edges: the command line, the HTTP API, the worker process |
+//! | `transfer` | plan, preview (pure over facts), run states, relay, outbound message, DMQ |
+//! | `jobs` | the Postgres job engine: SKIP LOCKED claims, fenced leases, one batch per run in flight |
+//! | [`broker`] | per-node access: Jolokia management and Core |
+//! | [`secret`] | values that never reach logs, answers or records |
+
+pub mod broker;
+pub mod secret;

@@ -1,0 +1,180 @@
+//! The HTTP side of Jolokia: one node's endpoint, basic auth, the `Origin` header strict CORS checking wants,
+//! single and batched requests with per-entry results, and agent version detection.
+//!
+//! Jolokia 1.7 (Artemis ≤ 2.39) and 2.1 (2.40) both answer HTTP 200 and put each request's status in the body;
+//! non-200 statuses come from the console's login filter (401/403, and 429 when 2.40 throttles logins).
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderValue, RETRY_AFTER};
+use serde_json::Value;
+
+use super::error::{AgentError, JolokiaError};
+use super::request::Request;
+use crate::secret::Secret;
+
+/// Where one node's Jolokia agent is and how to log in to it.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The node's name, for error messages.
+    pub node: String,
+    /// `http://host:port/console/jolokia`.
+    pub url: String,
+    /// The management user.
+    pub user: String,
+    /// Its password; never logged.
+    pub password: Secret<String>,
+    /// The `Origin` header; `None` derives `scheme://host` from the URL, which matches the
+    /// `*://<http-host>*` pattern `artemis create` writes into `jolokia-access.xml`.
+    pub origin: Option<String>,
+}
+
+impl Endpoint {
+    fn origin(&self) -> String {
+        if let Some(o) = &self.origin {
+            return o.clone();
+        }
+        match reqwest::Url::parse(&self.url) {
+            Ok(u) => format!("{}://{}", u.scheme(), u.host_str().unwrap_or("localhost")),
+            Err(_) => "http://localhost".to_string(),
+        }
+    }
+}
+
+/// The Jolokia agent's major version: 1.x on Artemis ≤ 2.39 (HawtIO 2), 2.x on 2.40 (the new console).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentVersion {
+    /// The agent's version string, e.g. `2.1.1`.
+    pub agent: String,
+    /// Its major number.
+    pub major: u32,
+}
+
+/// A client of one node's Jolokia agent.
+#[derive(Debug, Clone)]
+pub struct JolokiaClient {
+    endpoint: Endpoint,
+    origin: HeaderValue,
+    timeout: Duration,
+    http: reqwest::Client,
+}
+
+impl JolokiaClient {
+    /// A client with a timeout on every request.
+    pub fn new(endpoint: Endpoint, timeout: Duration) -> JolokiaClient {
+        let origin = HeaderValue::from_str(&endpoint.origin()).unwrap_or(HeaderValue::from_static("http://localhost"));
+        let http = reqwest::Client::builder().timeout(timeout).build().expect("a TLS backend is compiled in");
+        JolokiaClient { endpoint, origin, timeout, http }
+    }
+
+    /// The node this client talks to.
+    pub fn node(&self) -> &str {
+        &self.endpoint.node
+    }
+
+    async fn post(&self, body: &Value) -> Result<Value, JolokiaError> {
+        let node = || self.endpoint.node.clone();
+        let url = format!("{}/", self.endpoint.url.trim_end_matches('/'));
+        let resp = self
+            .http
+            .post(url)
+            .basic_auth(&self.endpoint.user, Some(self.endpoint.password.expose()))
+            .header("Origin", self.origin.clone())
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e))?;
+        let status = resp.status().as_u16();
+        match status {
+            200 => {}
+            401 | 403 => return Err(JolokiaError::NotAuthenticated { node: node(), status }),
+            429 => {
+                let retry_after = resp
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                return Err(JolokiaError::LoginThrottled { node: node(), retry_after });
+            }
+            _ => return Err(JolokiaError::Http { node: node(), status }),
+        }
+        let text = resp.text().await.map_err(|e| self.transport_error(e))?;
+        serde_json::from_str(&text).map_err(|e| JolokiaError::BadAnswer { node: node(), reason: e.to_string() })
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> JolokiaError {
+        let node = self.endpoint.node.clone();
+        if e.is_timeout() {
+            JolokiaError::Timeout { node, after: self.timeout }
+        } else {
+            // The URL may carry no secret (credentials go in a header), but strip it anyway: words only.
+            JolokiaError::Unreachable { node, reason: e.without_url().to_string() }
+        }
+    }
+
+    /// Sends one request and returns its `value`, or the agent's error for it.
+    pub async fn request(&self, request: &Request) -> Result<Value, JolokiaError> {
+        let answer = self.post(&request.to_json()).await?;
+        entry_result(&answer).map_err(|error| JolokiaError::Agent { node: self.endpoint.node.clone(), error })
+    }
+
+    /// Sends several requests in one HTTP round trip. The outer error is the transport's (nothing answered);
+    /// each entry has its own result, in the order given.
+    pub async fn batch(&self, requests: &[Request]) -> Result<Vec<Result<Value, AgentError>>, JolokiaError> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let body = Value::Array(requests.iter().map(Request::to_json).collect());
+        let answer = self.post(&body).await?;
+        let entries = match answer {
+            Value::Array(entries) if entries.len() == requests.len() => entries,
+            // A whole-batch refusal (e.g. CORS) comes back as one object, not an array.
+            Value::Object(_) => {
+                let error = entry_result(&answer).err().unwrap_or_else(|| {
+                    AgentError::from_parts(-1, None, "a batched request was answered with a single result")
+                });
+                return Err(JolokiaError::Agent { node: self.endpoint.node.clone(), error });
+            }
+            other => {
+                return Err(JolokiaError::BadAnswer {
+                    node: self.endpoint.node.clone(),
+                    reason: format!("expected {} results, got {}", requests.len(), short(&other)),
+                })
+            }
+        };
+        Ok(entries.iter().map(entry_result).collect())
+    }
+
+    /// The agent's version (`{"type":"version"}`).
+    pub async fn agent_version(&self) -> Result<AgentVersion, JolokiaError> {
+        let value = self.request(&Request::Version).await?;
+        let agent = value["agent"].as_str().unwrap_or_default().to_string();
+        let major = agent.split('.').next().and_then(|m| m.parse().ok()).ok_or_else(|| JolokiaError::BadAnswer {
+            node: self.endpoint.node.clone(),
+            reason: format!("no agent version in {}", short(&value)),
+        })?;
+        Ok(AgentVersion { agent, major })
+    }
+}
+
+/// One entry of a Jolokia answer: its `value` on status 200, else its error.
+fn entry_result(entry: &Value) -> Result<Value, AgentError> {
+    match entry["status"].as_i64() {
+        Some(200) => Ok(entry.get("value").cloned().unwrap_or(Value::Null)),
+        status => Err(AgentError::from_parts(
+            status.unwrap_or(-1),
+            entry["error_type"].as_str().map(str::to_string),
+            entry["error"].as_str().unwrap_or("(the agent gave no error text)"),
+        )),
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 200 {
+        format!("{}…", &s[..s.char_indices().nth(200).map_or(s.len(), |(i, _)| i)])
+    } else {
+        s
+    }
+}
