@@ -4,7 +4,7 @@
 //!
 //! | layer | job | may depend on |
 //! |---|---|---|
-//! | [`protocol`] | the wire format: frames, packets, messages, typed properties; pure, no I/O | `bytes`, `std` |
+//! | [`protocol`] | the wire format: frames, packets, messages, typed properties, large-message chunking; pure, no I/O | `bytes`, `thiserror`, `std` |
 //! | connection, session, consumer, producer | one task owns the socket; handles talk to it | `protocol`, tokio |
 #![warn(missing_docs, missing_debug_implementations)]
 
