@@ -13,3 +13,4 @@
 
 pub mod broker;
 pub mod secret;
+pub mod transfer;

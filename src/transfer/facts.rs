@@ -1,0 +1,61 @@
+//! What the preview knows about the two ends: a record of facts read from the brokers (one batched Jolokia
+//! request per node). Every field is an `Option`: `None` means **unknown** — a node or attribute did not
+//! answer — and the preview says "could not be checked", never "fine".
+
+use crate::broker::jolokia::{AddressSettings, BrokerState, QueueState};
+
+/// Facts about one node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeFacts {
+    /// HA state, identity, clock, duplicate-id cache and disk, from the broker MBean.
+    pub broker: BrokerState,
+    /// Whether the node has a Core acceptor the relay can reach (`None`: not known).
+    pub core_acceptor: Option<bool>,
+}
+
+/// Facts about one queue and its address on a node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueFacts {
+    /// `Some(None)`: the queue does not exist; `None`: whether it exists is unknown.
+    pub queue: Option<Option<QueueState>>,
+    /// The merged address settings (defaults filled in).
+    pub settings: Option<AddressSettings>,
+    /// The address's `AddressSize` (bytes in memory, which drives paging and blocking).
+    pub address_size: Option<i64>,
+    /// The address's `Paging`.
+    pub paging: Option<bool>,
+}
+
+impl QueueFacts {
+    /// The queue's state when it is known to exist.
+    pub fn state(&self) -> Option<&QueueState> {
+        self.queue.as_ref().and_then(Option::as_ref)
+    }
+}
+
+/// One end of the transfer. `node: None` means the node did not answer at all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EndFacts {
+    /// The node, when it answered.
+    pub node: Option<NodeFacts>,
+    /// The queue and its address.
+    pub queue: QueueFacts,
+}
+
+/// Everything the preview evaluates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// The source end.
+    pub source: EndFacts,
+    /// The target end.
+    pub target: EndFacts,
+    /// For a filter selection on a queue no deeper than its `management-browse-page-size`: the broker's
+    /// `countMessages(effective filter)`, which is exact there. `None` otherwise.
+    pub filtered_count: Option<i64>,
+    /// Whether the target queue is the source of another active run (two runs would ping-pong messages).
+    pub target_is_source_of_active_run: Option<bool>,
+    /// Whether the source queue already has an active run (at most one per source queue on a node).
+    pub source_has_active_run: Option<bool>,
+    /// Whether source and target nodes belong to the same cluster.
+    pub same_cluster: bool,
+}

@@ -1,0 +1,150 @@
+//! A transfer plan: what to move or copy, from where to where, frozen at `t0`. Pure: no I/O.
+//!
+//! The selection is frozen at preview time `t0`, read from the source broker's clock (SPEC §2): the effective
+//! filter adds `AMQTimestamp <= t0` and excludes messages still scheduled for later, with the user's filter
+//! always parenthesised, so a run from a queue with a live producer ends.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Move (the messages leave the source) or copy (the source is untouched).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The messages leave the source queue and arrive on the target.
+    Move,
+    /// The source is untouched; the target gets a faithful copy.
+    Copy,
+}
+
+/// Which messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "value")]
+pub enum Selection {
+    /// Explicit broker message ids.
+    Ids(Vec<i64>),
+    /// An Artemis core selector.
+    Filter(String),
+    /// The whole queue.
+    All,
+}
+
+/// A queue on a node of a registered cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QueueRef {
+    /// The cluster's registered name.
+    pub cluster: String,
+    /// The node's name within the cluster.
+    pub node: String,
+    /// The queue (an anycast queue on the address of the same name unless `address` says otherwise).
+    pub queue: String,
+    /// The queue's address, when it differs from the queue's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+}
+
+impl QueueRef {
+    /// The queue's address.
+    pub fn address(&self) -> &str {
+        self.address.as_deref().unwrap_or(&self.queue)
+    }
+
+    /// `cluster/node/queue`, as the CLI spells it.
+    pub fn display(&self) -> String {
+        format!("{}/{}/{}", self.cluster, self.node, self.queue)
+    }
+}
+
+/// A transfer plan, bound by its hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Move or copy.
+    pub mode: Mode,
+    /// Where the messages are.
+    pub source: QueueRef,
+    /// Where they go.
+    pub target: QueueRef,
+    /// Which messages.
+    pub selection: Selection,
+    /// The selection's freezing time, in milliseconds of the source broker's clock.
+    pub t0_millis: i64,
+}
+
+/// The prefix of staging queues; such queues are never a source or a target.
+pub const STAGING_PREFIX: &str = "studio.transfer.";
+
+impl Plan {
+    /// The filter the broker applies: the user's filter (parenthesised), and only messages stamped at or
+    /// before `t0` that are not scheduled for later. `None` for an id selection (ids are moved one by one).
+    pub fn effective_filter(&self) -> Option<String> {
+        let frozen = format!(
+            "AMQTimestamp <= {t0} AND (_AMQ_SCHED_DELIVERY IS NULL OR _AMQ_SCHED_DELIVERY <= {t0})",
+            t0 = self.t0_millis
+        );
+        match &self.selection {
+            Selection::Ids(_) => None,
+            Selection::All => Some(frozen),
+            Selection::Filter(f) => Some(format!("({f}) AND {frozen}")),
+        }
+    }
+
+    /// A hash of everything the operator confirms: execute must echo it, so a run never starts on a plan
+    /// other than the one previewed.
+    pub fn hash(&self) -> String {
+        let canonical = serde_json::to_vec(self).expect("a plan serialises");
+        let digest = Sha256::digest(&canonical);
+        digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Same node and same queue: a transfer onto itself.
+    pub fn target_is_source(&self) -> bool {
+        self.source.cluster == self.target.cluster
+            && self.source.node == self.target.node
+            && self.source.queue == self.target.queue
+    }
+
+    /// Source and target on the same node (the broker's own move, no relay).
+    pub fn same_node(&self) -> bool {
+        self.source.cluster == self.target.cluster && self.source.node == self.target.node
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(selection: Selection) -> Plan {
+        Plan {
+            mode: Mode::Move,
+            source: QueueRef { cluster: "east".into(), node: "east-1".into(), queue: "orders".into(), address: None },
+            target: QueueRef { cluster: "west".into(), node: "west-1".into(), queue: "orders".into(), address: None },
+            selection,
+            t0_millis: 1_700_000_000_000,
+        }
+    }
+
+    #[test]
+    fn the_users_filter_is_parenthesised_and_frozen() {
+        let f = plan(Selection::Filter("a = 1 OR b = 2".into())).effective_filter().unwrap();
+        assert_eq!(
+            f,
+            "(a = 1 OR b = 2) AND AMQTimestamp <= 1700000000000 AND (_AMQ_SCHED_DELIVERY IS NULL OR \
+             _AMQ_SCHED_DELIVERY <= 1700000000000)"
+        );
+        assert!(plan(Selection::All).effective_filter().unwrap().starts_with("AMQTimestamp <= "));
+        assert_eq!(plan(Selection::Ids(vec![1])).effective_filter(), None);
+    }
+
+    #[test]
+    fn the_hash_binds_every_field() {
+        let a = plan(Selection::All);
+        let mut b = a.clone();
+        assert_eq!(a.hash(), b.hash());
+        b.t0_millis += 1;
+        assert_ne!(a.hash(), b.hash());
+        let mut c = a.clone();
+        c.mode = Mode::Copy;
+        assert_ne!(a.hash(), c.hash());
+        assert_eq!(a.hash().len(), 32);
+    }
+}

@@ -1,0 +1,669 @@
+//! The preview: every finding about a plan, computed by a **pure function** of the facts.
+//!
+//! Findings have three kinds (SPEC §3): **refused** (the run will not start), **needs acknowledgement** (it runs
+//! only if every such code is acknowledged) and **could not be checked** (a fact is unknown: stated as unknown,
+//! never as a pass). Each has a stable code (listed in `docs/findings.md`), plain words, and — where a
+//! `broker.xml` setting would fix it — the exact snippet.
+
+use serde::Serialize;
+
+use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
+use super::plan::{Mode, Plan, Selection, STAGING_PREFIX};
+use crate::broker::jolokia::{AddressSettings, FullPolicy, QueueState};
+
+/// The oldest Artemis the product supports.
+pub const OLDEST_SUPPORTED: (u32, u32) = (2, 37);
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// The run will not start.
+    Refused,
+    /// The run starts only if this code is acknowledged.
+    NeedsAck,
+    /// A fact could not be read: unknown, never a pass.
+    Unknown,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Refused, needs acknowledgement, or could not be checked.
+    pub kind: Kind,
+    /// A stable code (`docs/findings.md`).
+    pub code: &'static str,
+    /// What was found, in plain words.
+    pub words: String,
+    /// The `broker.xml` snippet that would fix it, where one exists.
+    pub snippet: Option<String>,
+}
+
+/// The settings the preview depends on (SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PreviewSettings {
+    /// Messages per relay transaction.
+    pub batch_size: i64,
+    /// How full (percent) the target address or disk may get before a run waits.
+    pub capacity_threshold_pct: i64,
+    /// Above this many messages a run needs an explicit override.
+    pub safety_cap: i64,
+}
+
+impl Default for PreviewSettings {
+    fn default() -> Self {
+        PreviewSettings { batch_size: 200, capacity_threshold_pct: 90, safety_cap: 1000 }
+    }
+}
+
+/// What the preview shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Preview {
+    /// Every finding, refusals first.
+    pub findings: Vec<Finding>,
+    /// How many messages are selected: exact for ids and a whole queue, `None` when it cannot be known.
+    pub selection_size: Option<i64>,
+    /// The bytes the selection is projected to take on the target, when known.
+    pub projected_bytes: Option<i64>,
+    /// Things an operator should know about every run of this kind.
+    pub notes: Vec<String>,
+    /// The source queue's name must be typed to arm the run (a move, over the safety cap, or of unknown size).
+    pub needs_typed_confirmation: bool,
+    /// The run needs an explicit override of the safety cap (over the cap, or of unknown size).
+    pub needs_cap_override: bool,
+}
+
+impl Preview {
+    /// True when no finding refuses the run.
+    pub fn can_start(&self) -> bool {
+        !self.findings.iter().any(|f| f.kind == Kind::Refused)
+    }
+
+    /// The codes that must be acknowledged.
+    pub fn codes_to_acknowledge(&self) -> Vec<&'static str> {
+        self.findings.iter().filter(|f| f.kind == Kind::NeedsAck).map(|f| f.code).collect()
+    }
+}
+
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn push(&mut self, kind: Kind, code: &'static str, words: String, snippet: Option<String>) {
+        self.0.push(Finding { kind, code, words, snippet });
+    }
+    fn refuse(&mut self, code: &'static str, words: String, snippet: Option<String>) {
+        self.push(Kind::Refused, code, words, snippet);
+    }
+    fn ack(&mut self, code: &'static str, words: String, snippet: Option<String>) {
+        self.push(Kind::NeedsAck, code, words, snippet);
+    }
+    fn unknown(&mut self, code: &'static str, words: String) {
+        self.push(Kind::Unknown, code, words, None);
+    }
+}
+
+fn address_setting(address: &str, body: &str) -> String {
+    format!("<address-setting match=\"{address}\">\n   {body}\n</address-setting>")
+}
+
+/// Evaluates every rule. Pure: the same plan, facts and settings always give the same preview.
+pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Preview {
+    let mut f = Findings(Vec::new());
+    let selection_size = selection_size(plan, facts);
+
+    check_names(plan, &mut f);
+    if plan.target_is_source() {
+        f.refuse("same-queue", format!("The target is the source queue itself ({}).", plan.source.display()), None);
+    }
+    check_source(plan, facts, &mut f);
+    check_target(plan, facts, settings, selection_size, &mut f);
+
+    if selection_size.is_none() {
+        f.unknown(
+            "selection-size",
+            "The number of selected messages is not known: the broker counts a filter over at most \
+             management-browse-page-size messages and the source queue is deeper. The run needs an explicit \
+             override of the safety cap."
+                .into(),
+        );
+    }
+    if plan.mode == Mode::Move && !plan.same_node() {
+        f.unknown(
+            "staging-rights",
+            format!(
+                "Whether the broker user may create the staging queue {STAGING_PREFIX}<run id> on {} is learnt when \
+                 the run starts.",
+                plan.source.node
+            ),
+        );
+    }
+
+    let mut findings = f.0;
+    // Refusals first, then what needs acknowledgement, then the unknowns; stable within each kind.
+    findings.sort_by_key(|x| match x.kind {
+        Kind::Refused => 0,
+        Kind::NeedsAck => 1,
+        Kind::Unknown => 2,
+    });
+    let over_cap = selection_size.is_none_or(|n| n > settings.safety_cap);
+    Preview {
+        findings,
+        selection_size,
+        projected_bytes: projected_bytes(facts, selection_size),
+        notes: notes(plan),
+        needs_typed_confirmation: plan.mode == Mode::Move || over_cap,
+        needs_cap_override: over_cap,
+    }
+}
+
+/// Exact for ids and a whole queue; for a filter, the broker's count only where it scans the whole queue.
+fn selection_size(plan: &Plan, facts: &Facts) -> Option<i64> {
+    match &plan.selection {
+        Selection::Ids(ids) => Some(ids.len() as i64),
+        Selection::All => facts.source.queue.state()?.message_count,
+        Selection::Filter(_) => {
+            let depth = facts.source.queue.state()?.message_count?;
+            let page = facts.source.queue.settings.as_ref()?.management_browse_page_size;
+            if depth <= page {
+                facts.filtered_count
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// `count × (source PersistentSize ÷ source MessageCount)`.
+fn projected_bytes(facts: &Facts, count: Option<i64>) -> Option<i64> {
+    let state = facts.source.queue.state()?;
+    let (size, depth) = (state.persistent_size?, state.message_count?);
+    if depth <= 0 {
+        return None;
+    }
+    Some(((count? as i128 * size as i128) / depth as i128) as i64)
+}
+
+fn notes(plan: &Plan) -> Vec<String> {
+    let mut notes = vec![
+        "Messages published over AMQP, MQTT, STOMP or OpenWire arrive in their Core form.".to_string(),
+        "The selection is frozen at t0 by each message's timestamp, which the producer's clock set: a producer \
+         with a fast clock can put a message outside the selection."
+            .to_string(),
+    ];
+    notes.push(match plan.mode {
+        Mode::Move => "A move clears each message's expiration (the broker's move does); a copy keeps it.".into(),
+        Mode::Copy => "A copy keeps each message's expiration.".into(),
+    });
+    notes
+}
+
+fn check_names(plan: &Plan, f: &mut Findings) {
+    for (end, q) in [("source", &plan.source), ("target", &plan.target)] {
+        if q.queue.starts_with(STAGING_PREFIX) || q.address().starts_with(STAGING_PREFIX) {
+            f.refuse(
+                "staging-queue",
+                format!("The {end} {} is a transfer's staging queue; staging is never a source or a target.", q.display()),
+                None,
+            );
+        }
+    }
+}
+
+/// The version string's (major, minor), when it parses.
+fn version_of(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// Checks every node must pass: it answers, it is live, it is new enough, it has a Core acceptor.
+/// Returns the node when it answered.
+fn check_node<'a>(end: &str, name: &str, facts: &'a EndFacts, needs_core: bool, f: &mut Findings) -> Option<&'a NodeFacts> {
+    let Some(node) = &facts.node else {
+        f.unknown(
+            if end == "source" { "source-unreachable" } else { "target-unreachable" },
+            format!("The {end} node {name} did not answer; nothing about it could be checked."),
+        );
+        return None;
+    };
+    match node.broker.version.as_deref().and_then(version_of) {
+        Some(v) if v < OLDEST_SUPPORTED => f.refuse(
+            if end == "source" { "source-too-old" } else { "target-too-old" },
+            format!(
+                "The {end} node {name} runs Artemis {}; message transfer needs {}.{} or later.",
+                node.broker.version.as_deref().unwrap_or("?"),
+                OLDEST_SUPPORTED.0,
+                OLDEST_SUPPORTED.1
+            ),
+            None,
+        ),
+        Some(_) => {}
+        None => f.unknown(
+            if end == "source" { "source-version-unknown" } else { "target-version-unknown" },
+            format!("The {end} node {name} did not say which Artemis version it runs."),
+        ),
+    }
+    match (node.broker.backup, node.broker.active) {
+        (Some(true), Some(false)) | (Some(true), None) => f.refuse(
+            if end == "source" { "source-backup" } else { "target-backup" },
+            format!("The {end} node {name} is a passive backup: it serves no clients until its primary fails."),
+            None,
+        ),
+        (_, Some(false)) => f.refuse(
+            if end == "source" { "source-not-live" } else { "target-not-live" },
+            format!("The {end} node {name} is not active."),
+            None,
+        ),
+        (_, Some(true)) => {}
+        (_, None) => f.unknown(
+            if end == "source" { "source-ha-unknown" } else { "target-ha-unknown" },
+            format!("Whether the {end} node {name} is live could not be read."),
+        ),
+    }
+    if needs_core {
+        match node.core_acceptor {
+            Some(true) => {}
+            Some(false) => f.refuse(
+                if end == "source" { "source-no-core" } else { "target-no-core" },
+                format!("The {end} node {name} has no Core acceptor the relay can connect to."),
+                Some("<acceptor name=\"artemis\">tcp://0.0.0.0:61616?protocols=CORE</acceptor>".into()),
+            ),
+            None => f.unknown(
+                if end == "source" { "source-core-unknown" } else { "target-core-unknown" },
+                format!("Whether the {end} node {name} has a Core acceptor is not known."),
+            ),
+        }
+    }
+    Some(node)
+}
+
+fn internal(state: &QueueState) -> bool {
+    state.internal == Some(true)
+}
+
+fn check_source(plan: &Plan, facts: &Facts, f: &mut Findings) {
+    let relay = !plan.same_node() || plan.mode == Mode::Copy;
+    if check_node("source", &plan.source.node, &facts.source, relay, f).is_none() {
+        return;
+    }
+    let q = &facts.source.queue;
+    match &q.queue {
+        None => f.unknown("source-queue-unknown", format!("Whether the source queue {} exists could not be read.", plan.source.display())),
+        Some(None) => f.refuse("source-queue-missing", format!("The source queue {} does not exist.", plan.source.display()), None),
+        Some(Some(state)) => {
+            if internal(state) {
+                f.refuse("internal-queue", format!("The source queue {} is internal to the broker.", plan.source.display()), None);
+            }
+        }
+    }
+    match facts.source_has_active_run {
+        Some(true) => f.refuse(
+            "source-busy",
+            format!("Another run is already active on the source queue {}; at most one run per source queue.", plan.source.display()),
+            None,
+        ),
+        Some(false) => {}
+        None => f.unknown("source-busy-unknown", "Whether another run is active on the source queue could not be read.".into()),
+    }
+    // A filter or an id selection makes the broker scan a paged queue (page files read back into memory).
+    if !matches!(plan.selection, Selection::All) && q.paging == Some(true) {
+        f.ack(
+            "source-paged",
+            format!(
+                "The source address {} is paging: selecting by filter or by ids makes the broker scan the paged \
+                 messages, which costs broker memory and disk reads while the run lasts.",
+                plan.source.address()
+            ),
+            None,
+        );
+    }
+}
+
+fn check_target(plan: &Plan, facts: &Facts, settings: &PreviewSettings, count: Option<i64>, f: &mut Findings) {
+    let relay = !plan.same_node() || plan.mode == Mode::Copy;
+    let Some(node) = check_node("target", &plan.target.node, &facts.target, relay, f) else {
+        return;
+    };
+    let q = &facts.target.queue;
+    let address = plan.target.address();
+    match facts.target_is_source_of_active_run {
+        Some(true) => f.refuse(
+            "target-in-active-run",
+            format!(
+                "The target queue {} is the source of another active run: the two runs would pass messages back \
+                 and forth.",
+                plan.target.display()
+            ),
+            None,
+        ),
+        Some(false) => {}
+        None => f.unknown("target-runs-unknown", "Whether the target queue is the source of an active run could not be read.".into()),
+    }
+
+    let Some(settings_now) = &q.settings else {
+        f.unknown("address-settings-unknown", format!("The address settings of {address} on the target could not be read."));
+        check_queue(plan, q, None, settings, count, f);
+        check_disk(plan, node, settings, f);
+        check_duplicate_cache(plan, node, None, settings, f);
+        return;
+    };
+    check_queue(plan, q, Some(settings_now), settings, count, f);
+    check_full_policy(plan, q, settings_now, settings, count, facts, f);
+    check_disk(plan, node, settings, f);
+    check_duplicate_cache(plan, node, Some(settings_now), settings, f);
+    check_expiry(address, settings_now, f);
+}
+
+fn check_queue(
+    plan: &Plan,
+    q: &QueueFacts,
+    address_settings: Option<&AddressSettings>,
+    _settings: &PreviewSettings,
+    count: Option<i64>,
+    f: &mut Findings,
+) {
+    let name = plan.target.display();
+    let state = match &q.queue {
+        None => {
+            f.unknown("target-queue-unknown", format!("Whether the target queue {name} exists could not be read."));
+            return;
+        }
+        Some(None) => {
+            match address_settings.map(|s| s.auto_create_queues) {
+                Some(false) => f.refuse(
+                    "target-queue-missing",
+                    format!("The target queue {name} does not exist, and the broker does not create queues automatically."),
+                    Some(address_setting(plan.target.address(), "<auto-create-queues>true</auto-create-queues>")),
+                ),
+                // Never left to auto-create: a send to a missing queue through an FQQN is dropped silently.
+                Some(true) => f.ack(
+                    "target-queue-created",
+                    format!("The target queue {name} does not exist; the run will create it (durable, anycast, no filter)."),
+                    None,
+                ),
+                None => f.unknown("target-queue-missing-unknown", format!("The target queue {name} does not exist, and whether the broker may create it is not known.")),
+            }
+            return;
+        }
+        Some(Some(state)) => state,
+    };
+    if internal(state) {
+        f.refuse("internal-queue", format!("The target queue {name} is internal to the broker."), None);
+    }
+    match &state.filter {
+        Some(Some(filter)) => f.refuse(
+            "target-filtered",
+            format!("The target queue {name} has the filter `{filter}`: messages that do not match it would be dropped silently."),
+            None,
+        ),
+        Some(None) => {}
+        None => f.unknown("target-filter-unknown", format!("Whether the target queue {name} has a filter could not be read.")),
+    }
+    match state.enabled {
+        Some(false) => f.refuse(
+            "target-disabled",
+            format!("The target queue {name} is disabled: the broker drops every message routed to it."),
+            None,
+        ),
+        Some(true) => {}
+        None => f.unknown("target-enabled-unknown", format!("Whether the target queue {name} is enabled could not be read.")),
+    }
+    match state.purge_on_no_consumers {
+        Some(true) => f.refuse(
+            "target-purge-on-no-consumers",
+            format!("The target queue {name} purges its messages when it has no consumer: delivered messages could vanish."),
+            None,
+        ),
+        Some(false) => {}
+        None => f.unknown("target-purge-unknown", format!("Whether the target queue {name} purges on no consumers could not be read.")),
+    }
+    match state.last_value {
+        Some(true) => f.ack(
+            "last-value",
+            format!("The target queue {name} is a last-value queue: messages with the same key replace each other."),
+            None,
+        ),
+        Some(false) => {}
+        None => f.unknown("last-value-unknown", format!("Whether the target queue {name} is a last-value queue could not be read.")),
+    }
+    match state.ring_size {
+        Some(ring) if ring > 0 => match (count, state.message_count) {
+            (Some(n), _) if n > ring => f.refuse(
+                "ring-too-small",
+                format!("The target queue {name} is a ring of {ring} messages, smaller than the {n} selected: the oldest would be pushed out."),
+                None,
+            ),
+            (Some(n), Some(depth)) if n + depth > ring => f.ack(
+                "ring-pushes-out",
+                format!(
+                    "The target queue {name} is a ring of {ring} messages holding {depth}: delivering {n} pushes out \
+                     {} of the messages already there.",
+                    n + depth - ring
+                ),
+                None,
+            ),
+            (Some(_), Some(_)) => {}
+            _ => f.unknown("ring-unknown", format!("The target queue {name} is a ring of {ring} messages, and whether the selection fits could not be worked out.")),
+        },
+        Some(_) => {}
+        None => f.unknown("ring-size-unknown", format!("Whether the target queue {name} is a ring queue could not be read.")),
+    }
+    if let (Some(s), Some(0)) = (address_settings, state.consumer_count) {
+        if s.redistribution_delay >= 0 {
+            f.ack(
+                "may-redistribute",
+                format!(
+                    "The target queue {name} has no consumer and redistribution is on (delay {} ms): the cluster may \
+                     move the delivered messages on to another node that has a consumer.",
+                    s.redistribution_delay
+                ),
+                None,
+            );
+        }
+    } else if state.consumer_count.is_none() {
+        f.unknown("consumers-unknown", format!("How many consumers the target queue {name} has could not be read."));
+    }
+}
+
+fn check_full_policy(
+    plan: &Plan,
+    q: &QueueFacts,
+    s: &AddressSettings,
+    settings: &PreviewSettings,
+    count: Option<i64>,
+    facts: &Facts,
+    f: &mut Findings,
+) {
+    let address = plan.target.address();
+    match s.address_full_policy {
+        FullPolicy::Drop => f.refuse(
+            "address-full-drop",
+            format!("The target address {address} drops new messages silently when it is full (address-full-policy DROP)."),
+            Some(address_setting(address, "<address-full-policy>PAGE</address-full-policy>")),
+        ),
+        FullPolicy::Page => {
+            let limited = s.page_limit_bytes > 0 || s.page_limit_messages > 0;
+            if limited && s.page_full_policy == Some(FullPolicy::Drop) {
+                f.refuse(
+                    "page-full-drop",
+                    format!("The target address {address} pages up to a limit and then drops new messages silently (page-full-policy DROP)."),
+                    Some(address_setting(address, "<page-full-policy>FAIL</page-full-policy>")),
+                );
+            }
+        }
+        FullPolicy::Fail | FullPolicy::Block => check_room(plan, q, s, settings, count, facts, f),
+    }
+}
+
+/// Room under FAIL or BLOCK: bytes against `max-size-bytes`, messages against `max-size-messages`.
+fn check_room(
+    plan: &Plan,
+    q: &QueueFacts,
+    s: &AddressSettings,
+    settings: &PreviewSettings,
+    count: Option<i64>,
+    facts: &Facts,
+    f: &mut Findings,
+) {
+    let address = plan.target.address();
+    let policy = s.address_full_policy.as_str();
+    if s.max_size_bytes > 0 {
+        match (q.address_size, projected_bytes(facts, count)) {
+            (Some(used), Some(bytes)) => {
+                if bytes > s.max_size_bytes - used {
+                    f.refuse(
+                        "capacity-bytes",
+                        format!(
+                            "The target address {address} has room for {} more bytes (max-size-bytes {} under {policy}), \
+                             less than the {bytes} bytes the selection needs.",
+                            (s.max_size_bytes - used).max(0),
+                            s.max_size_bytes
+                        ),
+                        Some(address_setting(address, &format!("<max-size-bytes>{}</max-size-bytes>", (used + bytes) * 2))),
+                    );
+                } else if (used + bytes) as i128 * 100 >= s.max_size_bytes as i128 * settings.capacity_threshold_pct as i128 {
+                    f.ack(
+                        "capacity-tight",
+                        format!(
+                            "After the transfer the target address {address} would be {}% full (max-size-bytes {} under \
+                             {policy}); the run waits whenever it passes {}%.",
+                            (used + bytes) * 100 / s.max_size_bytes,
+                            s.max_size_bytes,
+                            settings.capacity_threshold_pct
+                        ),
+                        None,
+                    );
+                }
+            }
+            _ => f.unknown(
+                "capacity-unknown",
+                format!("Whether the target address {address} has room (max-size-bytes {} under {policy}) could not be worked out.", s.max_size_bytes),
+            ),
+        }
+    }
+    if s.max_size_messages > 0 {
+        match (count, q.state().and_then(|st| st.message_count)) {
+            (Some(n), Some(depth)) => {
+                if n > s.max_size_messages - depth {
+                    f.refuse(
+                        "capacity-messages",
+                        format!(
+                            "The target address {address} has room for {} more messages (max-size-messages {} under \
+                             {policy}), fewer than the {n} selected.",
+                            (s.max_size_messages - depth).max(0),
+                            s.max_size_messages
+                        ),
+                        Some(address_setting(address, &format!("<max-size-messages>{}</max-size-messages>", (depth + n) * 2))),
+                    );
+                } else if (depth + n) * 100 >= s.max_size_messages * settings.capacity_threshold_pct {
+                    f.ack(
+                        "capacity-tight",
+                        format!(
+                            "After the transfer the target address {address} would hold {} of at most {} messages; the \
+                             run waits whenever it passes {}%.",
+                            depth + n,
+                            s.max_size_messages,
+                            settings.capacity_threshold_pct
+                        ),
+                        None,
+                    );
+                }
+            }
+            // A missing queue holds nothing yet.
+            (Some(n), None) if q.queue == Some(None) && n > s.max_size_messages => f.refuse(
+                "capacity-messages",
+                format!("The target address {address} holds at most {} messages, fewer than the {n} selected.", s.max_size_messages),
+                Some(address_setting(address, &format!("<max-size-messages>{}</max-size-messages>", n * 2))),
+            ),
+            (Some(_), None) if q.queue == Some(None) => {}
+            _ => f.unknown(
+                "capacity-messages-unknown",
+                format!("Whether the target address {address} has room for the selection (max-size-messages {}) could not be worked out.", s.max_size_messages),
+            ),
+        }
+    }
+}
+
+fn check_disk(plan: &Plan, node: &NodeFacts, settings: &PreviewSettings, f: &mut Findings) {
+    let name = &plan.target.node;
+    match (node.broker.disk_store_usage, node.broker.max_disk_usage) {
+        (_, Some(max)) if max <= 0 || max >= 100 => {}
+        (Some(usage), Some(max)) => {
+            let pct = usage * 100.0;
+            if pct >= max as f64 {
+                f.refuse(
+                    "disk-full",
+                    format!("The target node {name}'s journal disk is {pct:.0}% full, at or over its max-disk-usage of {max}%: it blocks or refuses new messages."),
+                    Some(format!("<max-disk-usage>{}</max-disk-usage>", (max + 5).min(99))),
+                );
+            } else if pct >= max as f64 * settings.capacity_threshold_pct as f64 / 100.0 {
+                f.ack(
+                    "disk-tight",
+                    format!("The target node {name}'s journal disk is {pct:.0}% full, near its max-disk-usage of {max}%; the run waits if it gets closer."),
+                    None,
+                );
+            }
+        }
+        _ => f.unknown("disk-unknown", format!("How full the target node {name}'s journal disk is could not be read.")),
+    }
+}
+
+fn check_duplicate_cache(plan: &Plan, node: &NodeFacts, s: Option<&AddressSettings>, settings: &PreviewSettings, f: &mut Findings) {
+    let address = plan.target.address();
+    let snippet = || {
+        Some(format!(
+            "<id-cache-size>{}</id-cache-size>\n<persist-id-cache>true</persist-id-cache>",
+            (settings.batch_size * 10).max(20_000)
+        ))
+    };
+    match node.broker.persist_id_cache {
+        Some(false) => f.ack(
+            "duplicate-cache-not-persisted",
+            format!("The target node {}'s duplicate-id cache is not persisted: after a broker restart a retried batch could be delivered twice.", plan.target.node),
+            snippet(),
+        ),
+        Some(true) => {}
+        None => f.unknown("duplicate-cache-unknown", "Whether the target's duplicate-id cache is persisted could not be read.".into()),
+    }
+    // The address setting overrides the broker-wide size (per-address id-cache-size, 2.31+).
+    let effective = match s.and_then(|s| s.id_cache_size) {
+        Some(size) => Some(size),
+        None if s.is_some() => node.broker.id_cache_size,
+        None => None,
+    };
+    match effective {
+        Some(size) if size <= 0 => f.ack(
+            "duplicate-cache-off",
+            format!("Duplicate detection is off for the target address {address} (id-cache-size {size}): a retried batch could be delivered twice."),
+            snippet(),
+        ),
+        Some(size) if size < 10 * settings.batch_size => f.ack(
+            "duplicate-cache-small",
+            format!(
+                "The target address {address} remembers only {size} duplicate ids, fewer than 10 × the batch size of {}: \
+                 a batch retried late could be delivered twice.",
+                settings.batch_size
+            ),
+            Some(address_setting(address, &format!("<id-cache-size>{}</id-cache-size>", 10 * settings.batch_size))),
+        ),
+        Some(_) => {}
+        None => f.unknown("duplicate-cache-size-unknown", format!("How many duplicate ids the target address {address} remembers could not be read.")),
+    }
+}
+
+fn check_expiry(address: &str, s: &AddressSettings, f: &mut Findings) {
+    if s.expiry_delay > 0 || s.min_expiry_delay > 0 || s.max_expiry_delay > 0 {
+        f.ack(
+            "target-expiry-delay",
+            format!(
+                "The target address {address} gives messages an expiry (expiry-delay {}, min {}, max {} ms): delivered \
+                 messages may expire there.",
+                s.expiry_delay, s.min_expiry_delay, s.max_expiry_delay
+            ),
+            Some(address_setting(address, "<expiry-delay>-1</expiry-delay>")),
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "preview_tests.rs"]
+mod tests;

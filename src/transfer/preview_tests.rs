@@ -1,0 +1,269 @@
+//! Table-driven tests of the pure preview: a healthy baseline, then one row per finding, each changing one fact.
+
+use super::*;
+use crate::broker::jolokia::{AddressSettings, BrokerState, QueueState};
+use crate::transfer::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
+use crate::transfer::plan::{Mode, Plan, QueueRef, Selection};
+use serde_json::json;
+
+fn node() -> NodeFacts {
+    NodeFacts {
+        broker: BrokerState {
+            active: Some(true),
+            backup: Some(false),
+            node_id: Some("n".into()),
+            version: Some("2.40.0".into()),
+            current_time_millis: Some(1),
+            id_cache_size: Some(20_000),
+            persist_id_cache: Some(true),
+            max_disk_usage: Some(90),
+            disk_store_usage: Some(0.10),
+            global_max_size: Some(1 << 30),
+            address_memory_usage: Some(0),
+        },
+        core_acceptor: Some(true),
+    }
+}
+
+fn queue(depth: i64) -> QueueState {
+    QueueState {
+        routing_type: Some(crate::broker::jolokia::RoutingType::Anycast),
+        filter: Some(None),
+        durable: Some(true),
+        enabled: Some(true),
+        purge_on_no_consumers: Some(false),
+        last_value: Some(false),
+        ring_size: Some(-1),
+        exclusive: Some(false),
+        paused: Some(false),
+        temporary: Some(false),
+        auto_delete: Some(false),
+        internal: Some(false),
+        message_count: Some(depth),
+        delivering_count: Some(0),
+        scheduled_count: Some(0),
+        persistent_size: Some(depth * 1000),
+        consumer_count: Some(1),
+        consumers_before_dispatch: Some(0),
+    }
+}
+
+fn settings(v: serde_json::Value) -> AddressSettings {
+    AddressSettings::from_json(v)
+}
+
+/// 100 messages of 1000 bytes on east-1, to an empty healthy queue on west-1.
+fn healthy() -> Facts {
+    Facts {
+        source: EndFacts {
+            node: Some(node()),
+            queue: QueueFacts { queue: Some(Some(queue(100))), settings: Some(settings(json!({}))), address_size: Some(0), paging: Some(false) },
+        },
+        target: EndFacts {
+            node: Some(node()),
+            queue: QueueFacts { queue: Some(Some(queue(0))), settings: Some(settings(json!({}))), address_size: Some(0), paging: Some(false) },
+        },
+        filtered_count: None,
+        target_is_source_of_active_run: Some(false),
+        source_has_active_run: Some(false),
+        same_cluster: false,
+    }
+}
+
+fn plan(mode: Mode, selection: Selection) -> Plan {
+    Plan {
+        mode,
+        source: QueueRef { cluster: "east".into(), node: "east-1".into(), queue: "orders".into(), address: None },
+        target: QueueRef { cluster: "west".into(), node: "west-1".into(), queue: "orders".into(), address: None },
+        selection,
+        t0_millis: 1_700_000_000_000,
+    }
+}
+
+fn codes(p: &Preview) -> Vec<(Kind, &'static str)> {
+    p.findings.iter().map(|f| (f.kind, f.code)).collect()
+}
+
+#[test]
+fn a_healthy_move_has_only_the_staging_rights_unknown() {
+    let p = preview(&plan(Mode::Move, Selection::All), &healthy(), &PreviewSettings::default());
+    assert_eq!(codes(&p), vec![(Kind::Unknown, "staging-rights")]);
+    assert!(p.can_start());
+    assert_eq!(p.selection_size, Some(100));
+    assert_eq!(p.projected_bytes, Some(100_000));
+    assert!(p.needs_typed_confirmation, "a move is always armed by typing the queue name");
+    assert!(!p.needs_cap_override);
+}
+
+#[test]
+fn a_healthy_small_copy_needs_no_typing() {
+    let p = preview(&plan(Mode::Copy, Selection::Ids(vec![1, 2, 3])), &healthy(), &PreviewSettings::default());
+    assert!(codes(&p).is_empty(), "{:?}", codes(&p));
+    assert_eq!(p.selection_size, Some(3));
+    assert_eq!(p.projected_bytes, Some(3000));
+    assert!(!p.needs_typed_confirmation);
+    assert!(p.notes.iter().any(|n| n.contains("keeps each message's expiration")));
+}
+
+type Mutation = fn(&mut Facts, &mut Plan);
+
+/// (name, change, expected kind, expected code)
+const ROWS: &[(&str, Mutation, Kind, &str)] = &[
+    ("same queue", |_, p| p.target = p.source.clone(), Kind::Refused, "same-queue"),
+    ("staging as source", |_, p| p.source.queue = "studio.transfer.abc".into(), Kind::Refused, "staging-queue"),
+    ("staging as target", |_, p| p.target.queue = "studio.transfer.abc".into(), Kind::Refused, "staging-queue"),
+    ("target backup", |f, _| { let b = &mut f.target.node.as_mut().unwrap().broker; b.backup = Some(true); b.active = Some(false) }, Kind::Refused, "target-backup"),
+    ("target not live", |f, _| f.target.node.as_mut().unwrap().broker.active = Some(false), Kind::Refused, "target-not-live"),
+    ("source backup", |f, _| { let b = &mut f.source.node.as_mut().unwrap().broker; b.backup = Some(true); b.active = Some(false) }, Kind::Refused, "source-backup"),
+    ("source not live", |f, _| f.source.node.as_mut().unwrap().broker.active = Some(false), Kind::Refused, "source-not-live"),
+    ("target too old", |f, _| f.target.node.as_mut().unwrap().broker.version = Some("2.36.1".into()), Kind::Refused, "target-too-old"),
+    ("source too old", |f, _| f.source.node.as_mut().unwrap().broker.version = Some("2.30.0".into()), Kind::Refused, "source-too-old"),
+    ("target no core", |f, _| f.target.node.as_mut().unwrap().core_acceptor = Some(false), Kind::Refused, "target-no-core"),
+    ("source no core", |f, _| f.source.node.as_mut().unwrap().core_acceptor = Some(false), Kind::Refused, "source-no-core"),
+    ("source missing", |f, _| f.source.queue.queue = Some(None), Kind::Refused, "source-queue-missing"),
+    ("source internal", |f, _| f.source.queue.queue.as_mut().unwrap().as_mut().unwrap().internal = Some(true), Kind::Refused, "internal-queue"),
+    ("source busy", |f, _| f.source_has_active_run = Some(true), Kind::Refused, "source-busy"),
+    ("ping-pong", |f, _| f.target_is_source_of_active_run = Some(true), Kind::Refused, "target-in-active-run"),
+    ("target filtered", |f, _| tq(f).filter = Some(Some("color = 'red'".into())), Kind::Refused, "target-filtered"),
+    ("target disabled", |f, _| tq(f).enabled = Some(false), Kind::Refused, "target-disabled"),
+    ("target purges", |f, _| tq(f).purge_on_no_consumers = Some(true), Kind::Refused, "target-purge-on-no-consumers"),
+    ("ring too small", |f, _| tq(f).ring_size = Some(50), Kind::Refused, "ring-too-small"),
+    ("ring pushes out", |f, _| { tq(f).ring_size = Some(150); tq(f).message_count = Some(80) }, Kind::NeedsAck, "ring-pushes-out"),
+    ("last value", |f, _| tq(f).last_value = Some(true), Kind::NeedsAck, "last-value"),
+    ("missing, auto-create off", |f, _| { f.target.queue.queue = Some(None); f.target.queue.settings = Some(settings(json!({"autoCreateQueues": false}))) }, Kind::Refused, "target-queue-missing"),
+    ("missing, auto-create on", |f, _| f.target.queue.queue = Some(None), Kind::NeedsAck, "target-queue-created"),
+    ("drop policy", |f, _| f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "DROP"}))), Kind::Refused, "address-full-drop"),
+    ("page limit then drop", |f, _| f.target.queue.settings = Some(settings(json!({"pageLimitMessages": 10, "pageFullMessagePolicy": "DROP"}))), Kind::Refused, "page-full-drop"),
+    ("full under FAIL", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 150000}))); f.target.queue.address_size = Some(60_000) }, Kind::Refused, "capacity-bytes"),
+    ("full under BLOCK", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "BLOCK", "maxSizeBytes": 150000}))); f.target.queue.address_size = Some(60_000) }, Kind::Refused, "capacity-bytes"),
+    ("tight under FAIL", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 110000}))); f.target.queue.address_size = Some(0) }, Kind::NeedsAck, "capacity-tight"),
+    ("messages full", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 120}))); tq(f).message_count = Some(30) }, Kind::Refused, "capacity-messages"),
+    ("messages tight", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 105}))); tq(f).message_count = Some(0) }, Kind::NeedsAck, "capacity-tight"),
+    ("disk full", |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = Some(0.95), Kind::Refused, "disk-full"),
+    ("disk tight", |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = Some(0.85), Kind::NeedsAck, "disk-tight"),
+    ("dup cache off", |f, _| f.target.node.as_mut().unwrap().broker.id_cache_size = Some(0), Kind::NeedsAck, "duplicate-cache-off"),
+    ("dup cache not persisted", |f, _| f.target.node.as_mut().unwrap().broker.persist_id_cache = Some(false), Kind::NeedsAck, "duplicate-cache-not-persisted"),
+    ("dup cache small for the address", |f, _| f.target.queue.settings = Some(settings(json!({"idCacheSize": 1000}))), Kind::NeedsAck, "duplicate-cache-small"),
+    ("no consumer, redistribution on", |f, _| { tq(f).consumer_count = Some(0); f.target.queue.settings = Some(settings(json!({"redistributionDelay": 0}))) }, Kind::NeedsAck, "may-redistribute"),
+    ("expiry delay", |f, _| f.target.queue.settings = Some(settings(json!({"expiryDelay": 60000}))), Kind::NeedsAck, "target-expiry-delay"),
+    ("source paged, filter", |f, p| { f.source.queue.paging = Some(true); p.selection = Selection::Filter("a = 1".into()); f.filtered_count = Some(3) }, Kind::NeedsAck, "source-paged"),
+    ("target unreachable", |f, _| f.target.node = None, Kind::Unknown, "target-unreachable"),
+    ("source unreachable", |f, _| f.source.node = None, Kind::Unknown, "source-unreachable"),
+    ("filter on a deep queue", |f, p| { p.selection = Selection::Filter("a = 1".into()); tq_src(f).message_count = Some(500) }, Kind::Unknown, "selection-size"),
+    ("target queue unknown", |f, _| f.target.queue.queue = None, Kind::Unknown, "target-queue-unknown"),
+    ("settings unknown", |f, _| f.target.queue.settings = None, Kind::Unknown, "address-settings-unknown"),
+    ("disk unknown", |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = None, Kind::Unknown, "disk-unknown"),
+    ("capacity unknown", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000000}))); f.target.queue.address_size = None }, Kind::Unknown, "capacity-unknown"),
+    ("dup cache unknown", |f, _| f.target.node.as_mut().unwrap().broker.id_cache_size = None, Kind::Unknown, "duplicate-cache-size-unknown"),
+    ("filter unknown", |f, _| tq(f).filter = None, Kind::Unknown, "target-filter-unknown"),
+    ("version unknown", |f, _| f.target.node.as_mut().unwrap().broker.version = None, Kind::Unknown, "target-version-unknown"),
+    ("ha unknown", |f, _| f.target.node.as_mut().unwrap().broker.active = None, Kind::Unknown, "target-ha-unknown"),
+    ("core unknown", |f, _| f.target.node.as_mut().unwrap().core_acceptor = None, Kind::Unknown, "target-core-unknown"),
+    ("ring fit unknown", |f, _| { tq(f).ring_size = Some(500); tq(f).message_count = None }, Kind::Unknown, "ring-unknown"),
+    ("runs unknown", |f, _| f.target_is_source_of_active_run = None, Kind::Unknown, "target-runs-unknown"),
+];
+
+fn tq(f: &mut Facts) -> &mut QueueState {
+    f.target.queue.queue.as_mut().unwrap().as_mut().unwrap()
+}
+
+fn tq_src(f: &mut Facts) -> &mut QueueState {
+    f.source.queue.queue.as_mut().unwrap().as_mut().unwrap()
+}
+
+#[test]
+fn every_row_raises_its_finding() {
+    for (name, change, kind, code) in ROWS {
+        let mut facts = healthy();
+        let mut p = plan(Mode::Move, Selection::All);
+        change(&mut facts, &mut p);
+        let out = preview(&p, &facts, &PreviewSettings::default());
+        let found = codes(&out);
+        assert!(found.contains(&(*kind, *code)), "{name}: expected {kind:?} {code}, got {found:?}");
+        assert_eq!(out.can_start(), !found.iter().any(|(k, _)| *k == Kind::Refused), "{name}");
+        let finding = out.findings.iter().find(|f| f.code == *code).unwrap();
+        assert!(!finding.words.is_empty() && finding.words.ends_with('.'), "{name}: {finding:?}");
+    }
+}
+
+#[test]
+fn every_code_is_documented() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/findings.md")).unwrap();
+    // Every code literal in the evaluator (a quoted lowercase word-with-dashes), not only those in ROWS.
+    let source = include_str!("preview.rs");
+    let mut codes: Vec<&str> = source
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|lit| lit.contains('-') && lit.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        .collect();
+    codes.extend(ROWS.iter().map(|row| row.3));
+    assert!(codes.len() > 40, "found only {codes:?}");
+    for code in codes {
+        assert!(doc.contains(&format!("`{code}`")), "docs/findings.md lacks `{code}`");
+    }
+}
+
+#[test]
+fn refusals_come_first_and_snippets_name_the_address() {
+    let mut facts = healthy();
+    facts.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "DROP", "expiryDelay": 5})));
+    facts.target.node.as_mut().unwrap().broker.version = None;
+    let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
+    let kinds: Vec<Kind> = out.findings.iter().map(|f| f.kind).collect();
+    let mut sorted = kinds.clone();
+    sorted.sort_by_key(|k| *k as u8);
+    assert_eq!(kinds[0], Kind::Refused);
+    let drop = out.findings.iter().find(|f| f.code == "address-full-drop").unwrap();
+    assert_eq!(
+        drop.snippet.as_deref(),
+        Some("<address-setting match=\"orders\">\n   <address-full-policy>PAGE</address-full-policy>\n</address-setting>")
+    );
+    assert_eq!(out.codes_to_acknowledge(), vec!["target-expiry-delay"]);
+}
+
+#[test]
+fn selection_size_rules() {
+    let s = PreviewSettings::default();
+    let mut facts = healthy();
+    // A filter on a queue no deeper than the browse page size: the broker's count is exact.
+    facts.filtered_count = Some(7);
+    let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
+    assert_eq!(p.selection_size, Some(7));
+    // The same filter on a deeper queue: unknown, needs the override and typing.
+    tq_src(&mut facts).message_count = Some(201);
+    let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
+    assert_eq!(p.selection_size, None);
+    assert!(p.needs_cap_override && p.needs_typed_confirmation);
+    // The browse page size comes from the source address settings.
+    facts.source.queue.settings = Some(settings(json!({"managementBrowsePageSize": 1000})));
+    let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
+    assert_eq!(p.selection_size, Some(7));
+    // Over the safety cap.
+    let mut facts = healthy();
+    tq_src(&mut facts).message_count = Some(5000);
+    let p = preview(&plan(Mode::Copy, Selection::All), &facts, &s);
+    assert_eq!(p.selection_size, Some(5000));
+    assert!(p.needs_cap_override && p.needs_typed_confirmation);
+}
+
+#[test]
+fn the_address_duplicate_cache_overrides_the_brokers() {
+    let mut facts = healthy();
+    facts.target.node.as_mut().unwrap().broker.id_cache_size = Some(100);
+    facts.target.queue.settings = Some(settings(json!({"idCacheSize": 50000})));
+    let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
+    assert!(!codes(&out).iter().any(|(_, c)| c.starts_with("duplicate")), "{:?}", codes(&out));
+    facts.target.queue.settings = Some(settings(json!({})));
+    let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
+    assert!(codes(&out).contains(&(Kind::NeedsAck, "duplicate-cache-small")));
+}
+
+#[test]
+fn an_unreachable_target_is_one_unknown_and_never_a_pass() {
+    let mut facts = healthy();
+    facts.target = EndFacts::default();
+    let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
+    assert!(codes(&out).contains(&(Kind::Unknown, "target-unreachable")));
+    assert!(!codes(&out).iter().any(|(_, c)| c.starts_with("target-") && *c != "target-unreachable"), "{:?}", codes(&out));
+}
