@@ -52,6 +52,8 @@ pub struct Facts {
     /// For a filter selection on a queue no deeper than its `management-browse-page-size`: the broker's
     /// `countMessages(effective filter)`, which is exact there. `None` otherwise.
     pub filtered_count: Option<i64>,
+    /// The broker's words when it refused the selection's filter (it parses selectors; we never do).
+    pub filter_error: Option<String>,
     /// Whether the target queue is the source of another active run (two runs would ping-pong messages).
     pub target_is_source_of_active_run: Option<bool>,
     /// Whether the source queue already has an active run (at most one per source queue on a node).

@@ -3,6 +3,7 @@
 //! Later: run states, the relay batch, the outbound message, the dead message queue (SPEC §4–§7).
 
 pub mod facts;
+pub mod gather;
 pub mod plan;
 pub mod preview;
 

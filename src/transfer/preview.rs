@@ -115,6 +115,9 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
     if plan.target_is_source() {
         f.refuse("same-queue", format!("The target is the source queue itself ({}).", plan.source.display()), None);
     }
+    if let Some(error) = &facts.filter_error {
+        f.refuse("invalid-filter", format!("The source broker cannot use the filter: {error}."), None);
+    }
     check_source(plan, facts, &mut f);
     check_target(plan, facts, settings, selection_size, &mut f);
 

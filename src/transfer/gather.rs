@@ -1,0 +1,164 @@
+//! Reads the facts a preview needs: **one batched Jolokia request per node** (the source's and the target's
+//! reads share one request when both ends are on the same node), plus a TCP probe of each Core acceptor, which
+//! costs the broker no management call.
+//!
+//! Every read that fails leaves its fact `None` (unknown). A node that does not answer at all leaves its end's
+//! `node` `None`.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
+use super::plan::{Plan, QueueRef, Selection};
+use crate::broker::jolokia::{
+    AddressSettings, AgentError, AgentErrorKind, BrokerManagement, BrokerState, ObjectName, QueueState, Request,
+    RoutingType,
+};
+
+/// One end's access: its management client and its Core acceptor's address (`host:port`).
+#[derive(Debug, Clone, Copy)]
+pub struct EndAccess<'a> {
+    /// Jolokia management of the node.
+    pub management: &'a BrokerManagement,
+    /// `host:port` of the node's Core acceptor, when registered.
+    pub core_addr: Option<&'a str>,
+}
+
+/// What Postgres knows about other runs on these queues (`None` = could not be read).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunFacts {
+    /// Another run is active on the source queue.
+    pub source_has_active_run: Option<bool>,
+    /// The target queue is the source of another active run.
+    pub target_is_source_of_active_run: Option<bool>,
+}
+
+/// The requests one end contributes to its node's batch, in this order.
+fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>) -> Vec<Request> {
+    let address = q.address();
+    let mut requests = vec![
+        mgmt.broker_state_request(),
+        mgmt.queue_state_request(address, RoutingType::Anycast, &q.queue),
+        mgmt.address_settings_request(address),
+        Request::read_lenient(ObjectName::address(mgmt.broker_name(), address), &["AddressSize", "Paging"]),
+    ];
+    if let Some(filter) = count_filter {
+        // Also how the broker tells us a selector is invalid, in its own words: we never parse selectors.
+        requests.push(Request::exec(
+            mgmt.queue_mbean(address, RoutingType::Anycast, &q.queue),
+            "countMessages(java.lang.String)",
+            vec![json!(filter)],
+        ));
+    }
+    requests
+}
+
+/// What one end's batch said.
+struct EndAnswer {
+    end: EndFacts,
+    /// `countMessages(filter)` (source only), or the broker's refusal of the filter.
+    count: Option<Result<i64, AgentError>>,
+}
+
+fn end_answer(results: &[Result<Value, AgentError>], with_count: bool) -> EndAnswer {
+    let get = |i: usize| results.get(i);
+    let broker = match get(0) {
+        Some(Ok(v)) => Some(BrokerState::from_read(v)),
+        _ => None,
+    };
+    let queue = match get(1) {
+        Some(Ok(v)) => Some(Some(QueueState::from_read(v))),
+        Some(Err(e)) if e.kind == AgentErrorKind::NotFound => Some(None),
+        _ => None,
+    };
+    let settings = match get(2) {
+        Some(Ok(Value::String(s))) => serde_json::from_str(s).ok().map(AddressSettings::from_json),
+        Some(Ok(v @ Value::Object(_))) => Some(AddressSettings::from_json(v.clone())),
+        _ => None,
+    };
+    let (address_size, paging) = match get(3) {
+        Some(Ok(v)) => (v["AddressSize"].as_i64(), v["Paging"].as_bool()),
+        // An address that does not exist holds nothing and does not page.
+        Some(Err(e)) if e.kind == AgentErrorKind::NotFound && queue == Some(None) => (Some(0), Some(false)),
+        _ => (None, None),
+    };
+    let count = if with_count {
+        match get(4) {
+            Some(Ok(v)) => v.as_i64().map(Ok),
+            Some(Err(e)) => Some(Err(e.clone())),
+            None => None,
+        }
+    } else {
+        None
+    };
+    EndAnswer {
+        end: EndFacts {
+            node: broker.map(|broker| NodeFacts { broker, core_acceptor: None }),
+            queue: QueueFacts { queue, settings, address_size, paging },
+        },
+        count,
+    }
+}
+
+/// `Some(true)` when the Core acceptor accepts a TCP connection, `Some(false)` when it refuses one, `None`
+/// when it does not answer in time or no address is registered.
+async fn probe_core(addr: Option<&str>) -> Option<bool> {
+    let addr = addr?;
+    match tokio::time::timeout(Duration::from_secs(3), tokio::net::TcpStream::connect(addr)).await {
+        Ok(Ok(_)) => Some(true),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Some(false),
+        _ => None,
+    }
+}
+
+/// Reads every fact of `plan` from the two nodes.
+pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, runs: RunFacts) -> Facts {
+    let filter = match &plan.selection {
+        Selection::Filter(_) => plan.effective_filter(),
+        _ => None,
+    };
+    let source_requests = end_requests(source.management, &plan.source, filter.as_deref());
+    let target_requests = end_requests(target.management, &plan.target, None);
+    let n_source = source_requests.len();
+
+    let (source_results, target_results) = if plan.same_node() {
+        let all: Vec<Request> = source_requests.into_iter().chain(target_requests).collect();
+        match source.management.batch(&all).await {
+            Ok(mut results) => {
+                let target = results.split_off(n_source);
+                (Some(results), Some(target))
+            }
+            Err(_) => (None, None),
+        }
+    } else {
+        let (s, t) = tokio::join!(source.management.batch(&source_requests), target.management.batch(&target_requests));
+        (s.ok(), t.ok())
+    };
+    let (source_core, target_core) = tokio::join!(probe_core(source.core_addr), probe_core(target.core_addr));
+
+    let mut facts = Facts { same_cluster: plan.source.cluster == plan.target.cluster, ..Facts::default() };
+    facts.source_has_active_run = runs.source_has_active_run;
+    facts.target_is_source_of_active_run = runs.target_is_source_of_active_run;
+    if let Some(results) = source_results {
+        let answer = end_answer(&results, filter.is_some());
+        facts.source = answer.end;
+        match answer.count {
+            Some(Ok(n)) => facts.filtered_count = Some(n),
+            Some(Err(e)) if e.message.contains("AMQ229020") || e.error_type.as_deref().is_some_and(|t| t.contains("InvalidFilter")) => {
+                facts.filter_error = Some(e.message)
+            }
+            _ => {}
+        }
+    }
+    if let Some(results) = target_results {
+        facts.target = end_answer(&results, false).end;
+    }
+    if let Some(node) = facts.source.node.as_mut() {
+        node.core_acceptor = source_core;
+    }
+    if let Some(node) = facts.target.node.as_mut() {
+        node.core_acceptor = target_core;
+    }
+    facts
+}
