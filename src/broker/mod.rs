@@ -4,3 +4,4 @@
 //! It must not import `crate::transfer`.
 
 pub mod jolokia;
+pub mod permits;

@@ -4,6 +4,7 @@
 //! Jolokia 1.7 (Artemis ≤ 2.39) and 2.1 (2.40) both answer HTTP 200 and put each request's status in the body;
 //! non-200 statuses come from the console's login filter (401/403, and 429 when 2.40 throttles logins).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderValue, RETRY_AFTER};
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use super::error::{AgentError, JolokiaError};
 use super::request::Request;
+use crate::broker::permits::PermitSource;
 use crate::secret::Secret;
 
 /// Where one node's Jolokia agent is and how to log in to it.
@@ -57,6 +59,7 @@ pub struct JolokiaClient {
     origin: HeaderValue,
     timeout: Duration,
     http: reqwest::Client,
+    permits: Option<Arc<dyn PermitSource>>,
 }
 
 impl JolokiaClient {
@@ -64,7 +67,14 @@ impl JolokiaClient {
     pub fn new(endpoint: Endpoint, timeout: Duration) -> JolokiaClient {
         let origin = HeaderValue::from_str(&endpoint.origin()).unwrap_or(HeaderValue::from_static("http://localhost"));
         let http = reqwest::Client::builder().timeout(timeout).build().expect("a TLS backend is compiled in");
-        JolokiaClient { endpoint, origin, timeout, http }
+        JolokiaClient { endpoint, origin, timeout, http, permits: None }
+    }
+
+    /// Every request first takes permits from `permits` (one per request in a batch), so the calls of all
+    /// replicas to one node stay under the shared per-node rate.
+    pub fn with_permits(mut self, permits: Arc<dyn PermitSource>) -> JolokiaClient {
+        self.permits = Some(permits);
+        self
     }
 
     /// The node this client talks to.
@@ -72,8 +82,14 @@ impl JolokiaClient {
         &self.endpoint.node
     }
 
-    async fn post(&self, body: &Value) -> Result<Value, JolokiaError> {
+    async fn post(&self, body: &Value, cost: u32) -> Result<Value, JolokiaError> {
         let node = || self.endpoint.node.clone();
+        if let Some(permits) = &self.permits {
+            permits
+                .acquire(&self.endpoint.node, cost)
+                .await
+                .map_err(|e| JolokiaError::NoPermit { node: node(), reason: e.reason })?;
+        }
         let url = format!("{}/", self.endpoint.url.trim_end_matches('/'));
         let resp = self
             .http
@@ -115,7 +131,7 @@ impl JolokiaClient {
 
     /// Sends one request and returns its `value`, or the agent's error for it.
     pub async fn request(&self, request: &Request) -> Result<Value, JolokiaError> {
-        let answer = self.post(&request.to_json()).await?;
+        let answer = self.post(&request.to_json(), request.cost()).await?;
         entry_result(&answer).map_err(|error| JolokiaError::Agent { node: self.endpoint.node.clone(), error })
     }
 
@@ -126,7 +142,7 @@ impl JolokiaClient {
             return Ok(Vec::new());
         }
         let body = Value::Array(requests.iter().map(Request::to_json).collect());
-        let answer = self.post(&body).await?;
+        let answer = self.post(&body, requests.iter().map(Request::cost).sum()).await?;
         let entries = match answer {
             Value::Array(entries) if entries.len() == requests.len() => entries,
             // A whole-batch refusal (e.g. CORS) comes back as one object, not an array.

@@ -60,6 +60,14 @@ pub enum JolokiaError {
         /// What did not parse.
         reason: String,
     },
+    /// The per-node rate limiter could not grant permits.
+    #[error("no management permit for node {node}: {reason}")]
+    NoPermit {
+        /// The node.
+        node: String,
+        /// Why.
+        reason: String,
+    },
     /// Jolokia answered this request with an error status in its body.
     #[error("node {node}: {}", .error.message)]
     Agent {
