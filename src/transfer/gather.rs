@@ -34,11 +34,12 @@ pub struct RunFacts {
     pub target_is_source_of_active_run: Option<bool>,
 }
 
-/// The requests one end contributes to its node's batch, in this order.
+/// The requests one end contributes to its node's batch, in this order: queue, address settings, address,
+/// the filtered count (source only), and the broker's state **last**. Jolokia runs a batch in order, so the
+/// broker clock read last is at or after every count: whatever was counted was stamped at or before that `t0`.
 fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>) -> Vec<Request> {
     let address = q.address();
     let mut requests = vec![
-        mgmt.broker_state_request(),
         mgmt.queue_state_request(address, RoutingType::Anycast, &q.queue),
         mgmt.address_settings_request(address),
         Request::read_lenient(ObjectName::address(mgmt.broker_name(), address), &["AddressSize", "Paging"]),
@@ -51,6 +52,7 @@ fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str
             vec![json!(filter)],
         ));
     }
+    requests.push(mgmt.broker_state_request());
     requests
 }
 
@@ -63,34 +65,34 @@ struct EndAnswer {
 
 fn end_answer(results: &[Result<Value, AgentError>], with_count: bool) -> EndAnswer {
     let get = |i: usize| results.get(i);
-    let broker = match get(0) {
-        Some(Ok(v)) => Some(BrokerState::from_read(v)),
-        _ => None,
-    };
-    let queue = match get(1) {
+    let queue = match get(0) {
         Some(Ok(v)) => Some(Some(QueueState::from_read(v))),
         Some(Err(e)) if e.kind == AgentErrorKind::NotFound => Some(None),
         _ => None,
     };
-    let settings = match get(2) {
+    let settings = match get(1) {
         Some(Ok(Value::String(s))) => serde_json::from_str(s).ok().map(AddressSettings::from_json),
         Some(Ok(v @ Value::Object(_))) => Some(AddressSettings::from_json(v.clone())),
         _ => None,
     };
-    let (address_size, paging) = match get(3) {
+    let (address_size, paging) = match get(2) {
         Some(Ok(v)) => (v["AddressSize"].as_i64(), v["Paging"].as_bool()),
         // An address that does not exist holds nothing and does not page.
         Some(Err(e)) if e.kind == AgentErrorKind::NotFound && queue == Some(None) => (Some(0), Some(false)),
         _ => (None, None),
     };
     let count = if with_count {
-        match get(4) {
+        match get(3) {
             Some(Ok(v)) => v.as_i64().map(Ok),
             Some(Err(e)) => Some(Err(e.clone())),
             None => None,
         }
     } else {
         None
+    };
+    let broker = match results.last() {
+        Some(Ok(v)) => Some(BrokerState::from_read(v)),
+        _ => None,
     };
     EndAnswer {
         end: EndFacts {
@@ -112,10 +114,13 @@ async fn probe_core(addr: Option<&str>) -> Option<bool> {
     }
 }
 
-/// Reads every fact of `plan` from the two nodes.
+/// Reads every fact of `plan` from the two nodes. `plan.t0_millis` is not used: the source broker's clock,
+/// read last in its batch, is in `facts.source.node.broker.current_time_millis` for the caller to freeze the
+/// plan at. A filter is counted as the user wrote it (parenthesised): counting happens before that clock read,
+/// and the broker's count never includes scheduled messages, so the count is that of the frozen filter.
 pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, runs: RunFacts) -> Facts {
     let filter = match &plan.selection {
-        Selection::Filter(_) => plan.effective_filter(),
+        Selection::Filter(f) => Some(format!("({f})")),
         _ => None,
     };
     let source_requests = end_requests(source.management, &plan.source, filter.as_deref());
