@@ -20,5 +20,9 @@ pub struct PermitError {
 /// A source of management-call permits. `acquire` returns when `cost` calls to `node` may be made now.
 pub trait PermitSource: Send + Sync + Debug {
     /// Waits until `cost` permits for `node` are granted.
-    fn acquire<'a>(&'a self, node: &'a str, cost: u32) -> Pin<Box<dyn Future<Output = Result<(), PermitError>> + Send + 'a>>;
+    fn acquire<'a>(
+        &'a self,
+        node: &'a str,
+        cost: u32,
+    ) -> Pin<Box<dyn Future<Output = Result<(), PermitError>> + Send + 'a>>;
 }

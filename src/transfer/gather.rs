@@ -150,7 +150,10 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
         facts.source = answer.end;
         match answer.count {
             Some(Ok(n)) => facts.filtered_count = Some(n),
-            Some(Err(e)) if e.message.contains("AMQ229020") || e.error_type.as_deref().is_some_and(|t| t.contains("InvalidFilter")) => {
+            Some(Err(e))
+                if e.message.contains("AMQ229020")
+                    || e.error_type.as_deref().is_some_and(|t| t.contains("InvalidFilter")) =>
+            {
                 facts.filter_error = Some(e.message)
             }
             _ => {}

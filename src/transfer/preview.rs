@@ -205,7 +205,10 @@ fn check_names(plan: &Plan, f: &mut Findings) {
         if q.queue.starts_with(STAGING_PREFIX) || q.address().starts_with(STAGING_PREFIX) {
             f.refuse(
                 "staging-queue",
-                format!("The {end} {} is a transfer's staging queue; staging is never a source or a target.", q.display()),
+                format!(
+                    "The {end} {} is a transfer's staging queue; staging is never a source or a target.",
+                    q.display()
+                ),
                 None,
             );
         }
@@ -220,7 +223,13 @@ fn version_of(version: &str) -> Option<(u32, u32)> {
 
 /// Checks every node must pass: it answers, it is live, it is new enough, it has a Core acceptor.
 /// Returns the node when it answered.
-fn check_node<'a>(end: &str, name: &str, facts: &'a EndFacts, needs_core: bool, f: &mut Findings) -> Option<&'a NodeFacts> {
+fn check_node<'a>(
+    end: &str,
+    name: &str,
+    facts: &'a EndFacts,
+    needs_core: bool,
+    f: &mut Findings,
+) -> Option<&'a NodeFacts> {
     let Some(node) = &facts.node else {
         f.unknown(
             if end == "source" { "source-unreachable" } else { "target-unreachable" },
@@ -290,22 +299,39 @@ fn check_source(plan: &Plan, facts: &Facts, f: &mut Findings) {
     }
     let q = &facts.source.queue;
     match &q.queue {
-        None => f.unknown("source-queue-unknown", format!("Whether the source queue {} exists could not be read.", plan.source.display())),
-        Some(None) => f.refuse("source-queue-missing", format!("The source queue {} does not exist.", plan.source.display()), None),
+        None => f.unknown(
+            "source-queue-unknown",
+            format!("Whether the source queue {} exists could not be read.", plan.source.display()),
+        ),
+        Some(None) => f.refuse(
+            "source-queue-missing",
+            format!("The source queue {} does not exist.", plan.source.display()),
+            None,
+        ),
         Some(Some(state)) => {
             if internal(state) {
-                f.refuse("internal-queue", format!("The source queue {} is internal to the broker.", plan.source.display()), None);
+                f.refuse(
+                    "internal-queue",
+                    format!("The source queue {} is internal to the broker.", plan.source.display()),
+                    None,
+                );
             }
         }
     }
     match facts.source_has_active_run {
         Some(true) => f.refuse(
             "source-busy",
-            format!("Another run is already active on the source queue {}; at most one run per source queue.", plan.source.display()),
+            format!(
+                "Another run is already active on the source queue {}; at most one run per source queue.",
+                plan.source.display()
+            ),
             None,
         ),
         Some(false) => {}
-        None => f.unknown("source-busy-unknown", "Whether another run is active on the source queue could not be read.".into()),
+        None => f.unknown(
+            "source-busy-unknown",
+            "Whether another run is active on the source queue could not be read.".into(),
+        ),
     }
     // A filter or an id selection makes the broker scan a paged queue (page files read back into memory).
     if !matches!(plan.selection, Selection::All) && q.paging == Some(true) {
@@ -339,11 +365,17 @@ fn check_target(plan: &Plan, facts: &Facts, settings: &PreviewSettings, count: O
             None,
         ),
         Some(false) => {}
-        None => f.unknown("target-runs-unknown", "Whether the target queue is the source of an active run could not be read.".into()),
+        None => f.unknown(
+            "target-runs-unknown",
+            "Whether the target queue is the source of an active run could not be read.".into(),
+        ),
     }
 
     let Some(settings_now) = &q.settings else {
-        f.unknown("address-settings-unknown", format!("The address settings of {address} on the target could not be read."));
+        f.unknown(
+            "address-settings-unknown",
+            format!("The address settings of {address} on the target could not be read."),
+        );
         check_queue(plan, q, None, settings, count, f);
         check_disk(plan, node, settings, f);
         check_duplicate_cache(plan, node, None, settings, f);
@@ -374,16 +406,25 @@ fn check_queue(
             match address_settings.map(|s| s.auto_create_queues) {
                 Some(false) => f.refuse(
                     "target-queue-missing",
-                    format!("The target queue {name} does not exist, and the broker does not create queues automatically."),
+                    format!(
+                        "The target queue {name} does not exist, and the broker does not create queues automatically."
+                    ),
                     Some(address_setting(plan.target.address(), "<auto-create-queues>true</auto-create-queues>")),
                 ),
                 // Never left to auto-create: a send to a missing queue through an FQQN is dropped silently.
                 Some(true) => f.ack(
                     "target-queue-created",
-                    format!("The target queue {name} does not exist; the run will create it (durable, anycast, no filter)."),
+                    format!(
+                        "The target queue {name} does not exist; the run will create it (durable, anycast, no filter)."
+                    ),
                     None,
                 ),
-                None => f.unknown("target-queue-missing-unknown", format!("The target queue {name} does not exist, and whether the broker may create it is not known.")),
+                None => f.unknown(
+                    "target-queue-missing-unknown",
+                    format!(
+                        "The target queue {name} does not exist, and whether the broker may create it is not known."
+                    ),
+                ),
             }
             return;
         }
@@ -408,16 +449,24 @@ fn check_queue(
             None,
         ),
         Some(true) => {}
-        None => f.unknown("target-enabled-unknown", format!("Whether the target queue {name} is enabled could not be read.")),
+        None => f.unknown(
+            "target-enabled-unknown",
+            format!("Whether the target queue {name} is enabled could not be read."),
+        ),
     }
     match state.purge_on_no_consumers {
         Some(true) => f.refuse(
             "target-purge-on-no-consumers",
-            format!("The target queue {name} purges its messages when it has no consumer: delivered messages could vanish."),
+            format!(
+                "The target queue {name} purges its messages when it has no consumer: delivered messages could vanish."
+            ),
             None,
         ),
         Some(false) => {}
-        None => f.unknown("target-purge-unknown", format!("Whether the target queue {name} purges on no consumers could not be read.")),
+        None => f.unknown(
+            "target-purge-unknown",
+            format!("Whether the target queue {name} purges on no consumers could not be read."),
+        ),
     }
     match state.last_value {
         Some(true) => f.ack(
@@ -426,7 +475,10 @@ fn check_queue(
             None,
         ),
         Some(false) => {}
-        None => f.unknown("last-value-unknown", format!("Whether the target queue {name} is a last-value queue could not be read.")),
+        None => f.unknown(
+            "last-value-unknown",
+            format!("Whether the target queue {name} is a last-value queue could not be read."),
+        ),
     }
     match state.ring_size {
         Some(ring) if ring > 0 => match (count, state.message_count) {
@@ -480,7 +532,9 @@ fn check_full_policy(
     match s.address_full_policy {
         FullPolicy::Drop => f.refuse(
             "address-full-drop",
-            format!("The target address {address} drops new messages silently when it is full (address-full-policy DROP)."),
+            format!(
+                "The target address {address} drops new messages silently when it is full (address-full-policy DROP)."
+            ),
             Some(address_setting(address, "<address-full-policy>PAGE</address-full-policy>")),
         ),
         FullPolicy::Page => {
@@ -610,7 +664,13 @@ fn check_disk(plan: &Plan, node: &NodeFacts, settings: &PreviewSettings, f: &mut
     }
 }
 
-fn check_duplicate_cache(plan: &Plan, node: &NodeFacts, s: Option<&AddressSettings>, settings: &PreviewSettings, f: &mut Findings) {
+fn check_duplicate_cache(
+    plan: &Plan,
+    node: &NodeFacts,
+    s: Option<&AddressSettings>,
+    settings: &PreviewSettings,
+    f: &mut Findings,
+) {
     let address = plan.target.address();
     let snippet = || {
         Some(format!(

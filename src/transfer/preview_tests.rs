@@ -57,11 +57,21 @@ fn healthy() -> Facts {
     Facts {
         source: EndFacts {
             node: Some(node()),
-            queue: QueueFacts { queue: Some(Some(queue(100))), settings: Some(settings(json!({}))), address_size: Some(0), paging: Some(false) },
+            queue: QueueFacts {
+                queue: Some(Some(queue(100))),
+                settings: Some(settings(json!({}))),
+                address_size: Some(0),
+                paging: Some(false),
+            },
         },
         target: EndFacts {
             node: Some(node()),
-            queue: QueueFacts { queue: Some(Some(queue(0))), settings: Some(settings(json!({}))), address_size: Some(0), paging: Some(false) },
+            queue: QueueFacts {
+                queue: Some(Some(queue(0))),
+                settings: Some(settings(json!({}))),
+                address_size: Some(0),
+                paging: Some(false),
+            },
         },
         filtered_count: None,
         filter_error: None,
@@ -113,55 +123,276 @@ const ROWS: &[(&str, Mutation, Kind, &str)] = &[
     ("same queue", |_, p| p.target = p.source.clone(), Kind::Refused, "same-queue"),
     ("staging as source", |_, p| p.source.queue = "studio.transfer.abc".into(), Kind::Refused, "staging-queue"),
     ("staging as target", |_, p| p.target.queue = "studio.transfer.abc".into(), Kind::Refused, "staging-queue"),
-    ("target backup", |f, _| { let b = &mut f.target.node.as_mut().unwrap().broker; b.backup = Some(true); b.active = Some(false) }, Kind::Refused, "target-backup"),
-    ("target not live", |f, _| f.target.node.as_mut().unwrap().broker.active = Some(false), Kind::Refused, "target-not-live"),
-    ("source backup", |f, _| { let b = &mut f.source.node.as_mut().unwrap().broker; b.backup = Some(true); b.active = Some(false) }, Kind::Refused, "source-backup"),
-    ("source not live", |f, _| f.source.node.as_mut().unwrap().broker.active = Some(false), Kind::Refused, "source-not-live"),
-    ("target too old", |f, _| f.target.node.as_mut().unwrap().broker.version = Some("2.36.1".into()), Kind::Refused, "target-too-old"),
-    ("source too old", |f, _| f.source.node.as_mut().unwrap().broker.version = Some("2.30.0".into()), Kind::Refused, "source-too-old"),
-    ("target no core", |f, _| f.target.node.as_mut().unwrap().core_acceptor = Some(false), Kind::Refused, "target-no-core"),
-    ("source no core", |f, _| f.source.node.as_mut().unwrap().core_acceptor = Some(false), Kind::Refused, "source-no-core"),
+    (
+        "target backup",
+        |f, _| {
+            let b = &mut f.target.node.as_mut().unwrap().broker;
+            b.backup = Some(true);
+            b.active = Some(false)
+        },
+        Kind::Refused,
+        "target-backup",
+    ),
+    (
+        "target not live",
+        |f, _| f.target.node.as_mut().unwrap().broker.active = Some(false),
+        Kind::Refused,
+        "target-not-live",
+    ),
+    (
+        "source backup",
+        |f, _| {
+            let b = &mut f.source.node.as_mut().unwrap().broker;
+            b.backup = Some(true);
+            b.active = Some(false)
+        },
+        Kind::Refused,
+        "source-backup",
+    ),
+    (
+        "source not live",
+        |f, _| f.source.node.as_mut().unwrap().broker.active = Some(false),
+        Kind::Refused,
+        "source-not-live",
+    ),
+    (
+        "target too old",
+        |f, _| f.target.node.as_mut().unwrap().broker.version = Some("2.36.1".into()),
+        Kind::Refused,
+        "target-too-old",
+    ),
+    (
+        "source too old",
+        |f, _| f.source.node.as_mut().unwrap().broker.version = Some("2.30.0".into()),
+        Kind::Refused,
+        "source-too-old",
+    ),
+    (
+        "target no core",
+        |f, _| f.target.node.as_mut().unwrap().core_acceptor = Some(false),
+        Kind::Refused,
+        "target-no-core",
+    ),
+    (
+        "source no core",
+        |f, _| f.source.node.as_mut().unwrap().core_acceptor = Some(false),
+        Kind::Refused,
+        "source-no-core",
+    ),
     ("source missing", |f, _| f.source.queue.queue = Some(None), Kind::Refused, "source-queue-missing"),
-    ("source internal", |f, _| f.source.queue.queue.as_mut().unwrap().as_mut().unwrap().internal = Some(true), Kind::Refused, "internal-queue"),
-    ("invalid filter", |f, p| { p.selection = Selection::Filter("a = = 1".into()); f.filter_error = Some("AMQ229020: Invalid filter: a = = 1".into()) }, Kind::Refused, "invalid-filter"),
+    (
+        "source internal",
+        |f, _| f.source.queue.queue.as_mut().unwrap().as_mut().unwrap().internal = Some(true),
+        Kind::Refused,
+        "internal-queue",
+    ),
+    (
+        "invalid filter",
+        |f, p| {
+            p.selection = Selection::Filter("a = = 1".into());
+            f.filter_error = Some("AMQ229020: Invalid filter: a = = 1".into())
+        },
+        Kind::Refused,
+        "invalid-filter",
+    ),
     ("source busy", |f, _| f.source_has_active_run = Some(true), Kind::Refused, "source-busy"),
     ("ping-pong", |f, _| f.target_is_source_of_active_run = Some(true), Kind::Refused, "target-in-active-run"),
     ("target filtered", |f, _| tq(f).filter = Some(Some("color = 'red'".into())), Kind::Refused, "target-filtered"),
     ("target disabled", |f, _| tq(f).enabled = Some(false), Kind::Refused, "target-disabled"),
     ("target purges", |f, _| tq(f).purge_on_no_consumers = Some(true), Kind::Refused, "target-purge-on-no-consumers"),
     ("ring too small", |f, _| tq(f).ring_size = Some(50), Kind::Refused, "ring-too-small"),
-    ("ring pushes out", |f, _| { tq(f).ring_size = Some(150); tq(f).message_count = Some(80) }, Kind::NeedsAck, "ring-pushes-out"),
+    (
+        "ring pushes out",
+        |f, _| {
+            tq(f).ring_size = Some(150);
+            tq(f).message_count = Some(80)
+        },
+        Kind::NeedsAck,
+        "ring-pushes-out",
+    ),
     ("last value", |f, _| tq(f).last_value = Some(true), Kind::NeedsAck, "last-value"),
-    ("missing, auto-create off", |f, _| { f.target.queue.queue = Some(None); f.target.queue.settings = Some(settings(json!({"autoCreateQueues": false}))) }, Kind::Refused, "target-queue-missing"),
+    (
+        "missing, auto-create off",
+        |f, _| {
+            f.target.queue.queue = Some(None);
+            f.target.queue.settings = Some(settings(json!({"autoCreateQueues": false})))
+        },
+        Kind::Refused,
+        "target-queue-missing",
+    ),
     ("missing, auto-create on", |f, _| f.target.queue.queue = Some(None), Kind::NeedsAck, "target-queue-created"),
-    ("drop policy", |f, _| f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "DROP"}))), Kind::Refused, "address-full-drop"),
-    ("page limit then drop", |f, _| f.target.queue.settings = Some(settings(json!({"pageLimitMessages": 10, "pageFullMessagePolicy": "DROP"}))), Kind::Refused, "page-full-drop"),
-    ("full under FAIL", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 150000}))); f.target.queue.address_size = Some(60_000) }, Kind::Refused, "capacity-bytes"),
-    ("full under BLOCK", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "BLOCK", "maxSizeBytes": 150000}))); f.target.queue.address_size = Some(60_000) }, Kind::Refused, "capacity-bytes"),
-    ("tight under FAIL", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 110000}))); f.target.queue.address_size = Some(0) }, Kind::NeedsAck, "capacity-tight"),
-    ("messages full", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 120}))); tq(f).message_count = Some(30) }, Kind::Refused, "capacity-messages"),
-    ("messages tight", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 105}))); tq(f).message_count = Some(0) }, Kind::NeedsAck, "capacity-tight"),
-    ("disk full", |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = Some(0.95), Kind::Refused, "disk-full"),
-    ("disk tight", |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = Some(0.85), Kind::NeedsAck, "disk-tight"),
-    ("dup cache off", |f, _| f.target.node.as_mut().unwrap().broker.id_cache_size = Some(0), Kind::NeedsAck, "duplicate-cache-off"),
-    ("dup cache not persisted", |f, _| f.target.node.as_mut().unwrap().broker.persist_id_cache = Some(false), Kind::NeedsAck, "duplicate-cache-not-persisted"),
-    ("dup cache small for the address", |f, _| f.target.queue.settings = Some(settings(json!({"idCacheSize": 1000}))), Kind::NeedsAck, "duplicate-cache-small"),
-    ("no consumer, redistribution on", |f, _| { tq(f).consumer_count = Some(0); f.target.queue.settings = Some(settings(json!({"redistributionDelay": 0}))) }, Kind::NeedsAck, "may-redistribute"),
-    ("expiry delay", |f, _| f.target.queue.settings = Some(settings(json!({"expiryDelay": 60000}))), Kind::NeedsAck, "target-expiry-delay"),
-    ("source paged, filter", |f, p| { f.source.queue.paging = Some(true); p.selection = Selection::Filter("a = 1".into()); f.filtered_count = Some(3) }, Kind::NeedsAck, "source-paged"),
+    (
+        "drop policy",
+        |f, _| f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "DROP"}))),
+        Kind::Refused,
+        "address-full-drop",
+    ),
+    (
+        "page limit then drop",
+        |f, _| {
+            f.target.queue.settings = Some(settings(json!({"pageLimitMessages": 10, "pageFullMessagePolicy": "DROP"})))
+        },
+        Kind::Refused,
+        "page-full-drop",
+    ),
+    (
+        "full under FAIL",
+        |f, _| {
+            f.target.queue.settings =
+                Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 150000})));
+            f.target.queue.address_size = Some(60_000)
+        },
+        Kind::Refused,
+        "capacity-bytes",
+    ),
+    (
+        "full under BLOCK",
+        |f, _| {
+            f.target.queue.settings =
+                Some(settings(json!({"addressFullMessagePolicy": "BLOCK", "maxSizeBytes": 150000})));
+            f.target.queue.address_size = Some(60_000)
+        },
+        Kind::Refused,
+        "capacity-bytes",
+    ),
+    (
+        "tight under FAIL",
+        |f, _| {
+            f.target.queue.settings =
+                Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 110000})));
+            f.target.queue.address_size = Some(0)
+        },
+        Kind::NeedsAck,
+        "capacity-tight",
+    ),
+    (
+        "messages full",
+        |f, _| {
+            f.target.queue.settings =
+                Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 120})));
+            tq(f).message_count = Some(30)
+        },
+        Kind::Refused,
+        "capacity-messages",
+    ),
+    (
+        "messages tight",
+        |f, _| {
+            f.target.queue.settings =
+                Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 105})));
+            tq(f).message_count = Some(0)
+        },
+        Kind::NeedsAck,
+        "capacity-tight",
+    ),
+    (
+        "disk full",
+        |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = Some(0.95),
+        Kind::Refused,
+        "disk-full",
+    ),
+    (
+        "disk tight",
+        |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = Some(0.85),
+        Kind::NeedsAck,
+        "disk-tight",
+    ),
+    (
+        "dup cache off",
+        |f, _| f.target.node.as_mut().unwrap().broker.id_cache_size = Some(0),
+        Kind::NeedsAck,
+        "duplicate-cache-off",
+    ),
+    (
+        "dup cache not persisted",
+        |f, _| f.target.node.as_mut().unwrap().broker.persist_id_cache = Some(false),
+        Kind::NeedsAck,
+        "duplicate-cache-not-persisted",
+    ),
+    (
+        "dup cache small for the address",
+        |f, _| f.target.queue.settings = Some(settings(json!({"idCacheSize": 1000}))),
+        Kind::NeedsAck,
+        "duplicate-cache-small",
+    ),
+    (
+        "no consumer, redistribution on",
+        |f, _| {
+            tq(f).consumer_count = Some(0);
+            f.target.queue.settings = Some(settings(json!({"redistributionDelay": 0})))
+        },
+        Kind::NeedsAck,
+        "may-redistribute",
+    ),
+    (
+        "expiry delay",
+        |f, _| f.target.queue.settings = Some(settings(json!({"expiryDelay": 60000}))),
+        Kind::NeedsAck,
+        "target-expiry-delay",
+    ),
+    (
+        "source paged, filter",
+        |f, p| {
+            f.source.queue.paging = Some(true);
+            p.selection = Selection::Filter("a = 1".into());
+            f.filtered_count = Some(3)
+        },
+        Kind::NeedsAck,
+        "source-paged",
+    ),
     ("target unreachable", |f, _| f.target.node = None, Kind::Unknown, "target-unreachable"),
     ("source unreachable", |f, _| f.source.node = None, Kind::Unknown, "source-unreachable"),
-    ("filter on a deep queue", |f, p| { p.selection = Selection::Filter("a = 1".into()); tq_src(f).message_count = Some(500) }, Kind::Unknown, "selection-size"),
+    (
+        "filter on a deep queue",
+        |f, p| {
+            p.selection = Selection::Filter("a = 1".into());
+            tq_src(f).message_count = Some(500)
+        },
+        Kind::Unknown,
+        "selection-size",
+    ),
     ("target queue unknown", |f, _| f.target.queue.queue = None, Kind::Unknown, "target-queue-unknown"),
     ("settings unknown", |f, _| f.target.queue.settings = None, Kind::Unknown, "address-settings-unknown"),
-    ("disk unknown", |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = None, Kind::Unknown, "disk-unknown"),
-    ("capacity unknown", |f, _| { f.target.queue.settings = Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000000}))); f.target.queue.address_size = None }, Kind::Unknown, "capacity-unknown"),
-    ("dup cache unknown", |f, _| f.target.node.as_mut().unwrap().broker.id_cache_size = None, Kind::Unknown, "duplicate-cache-size-unknown"),
+    (
+        "disk unknown",
+        |f, _| f.target.node.as_mut().unwrap().broker.disk_store_usage = None,
+        Kind::Unknown,
+        "disk-unknown",
+    ),
+    (
+        "capacity unknown",
+        |f, _| {
+            f.target.queue.settings =
+                Some(settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000000})));
+            f.target.queue.address_size = None
+        },
+        Kind::Unknown,
+        "capacity-unknown",
+    ),
+    (
+        "dup cache unknown",
+        |f, _| f.target.node.as_mut().unwrap().broker.id_cache_size = None,
+        Kind::Unknown,
+        "duplicate-cache-size-unknown",
+    ),
     ("filter unknown", |f, _| tq(f).filter = None, Kind::Unknown, "target-filter-unknown"),
-    ("version unknown", |f, _| f.target.node.as_mut().unwrap().broker.version = None, Kind::Unknown, "target-version-unknown"),
+    (
+        "version unknown",
+        |f, _| f.target.node.as_mut().unwrap().broker.version = None,
+        Kind::Unknown,
+        "target-version-unknown",
+    ),
     ("ha unknown", |f, _| f.target.node.as_mut().unwrap().broker.active = None, Kind::Unknown, "target-ha-unknown"),
     ("core unknown", |f, _| f.target.node.as_mut().unwrap().core_acceptor = None, Kind::Unknown, "target-core-unknown"),
-    ("ring fit unknown", |f, _| { tq(f).ring_size = Some(500); tq(f).message_count = None }, Kind::Unknown, "ring-unknown"),
+    (
+        "ring fit unknown",
+        |f, _| {
+            tq(f).ring_size = Some(500);
+            tq(f).message_count = None
+        },
+        Kind::Unknown,
+        "ring-unknown",
+    ),
     ("runs unknown", |f, _| f.target_is_source_of_active_run = None, Kind::Unknown, "target-runs-unknown"),
 ];
 
@@ -267,5 +498,9 @@ fn an_unreachable_target_is_one_unknown_and_never_a_pass() {
     facts.target = EndFacts::default();
     let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
     assert!(codes(&out).contains(&(Kind::Unknown, "target-unreachable")));
-    assert!(!codes(&out).iter().any(|(_, c)| c.starts_with("target-") && *c != "target-unreachable"), "{:?}", codes(&out));
+    assert!(
+        !codes(&out).iter().any(|(_, c)| c.starts_with("target-") && *c != "target-unreachable"),
+        "{:?}",
+        codes(&out)
+    );
 }

@@ -47,7 +47,8 @@ async fn run_preview(source: &str, target_node: &str, target: &str, selection: S
     let (s, t) = (bed.node("east-1"), bed.node(target_node));
     let (sm, tm) = (management(s), management(t));
     let t0 = sm.broker_state().await.unwrap().current_time_millis.expect("2.40 has CurrentTimeMillis");
-    let plan = Plan { mode: Mode::Move, source: queue_ref(s, source), target: queue_ref(t, target), selection, t0_millis: t0 };
+    let plan =
+        Plan { mode: Mode::Move, source: queue_ref(s, source), target: queue_ref(t, target), selection, t0_millis: t0 };
     let (sc, tc) = (core_addr(s), core_addr(t));
     let facts = gather(
         &plan,
@@ -91,7 +92,11 @@ async fn a_healthy_move_can_start_and_counts_exactly() {
     assert!(p.projected_bytes.is_some_and(|b| b > 0));
     // The only things a healthy move may ask: staging rights (learnt at start) and, on a crowded disk, disk-tight.
     for (kind, code) in codes(&p) {
-        assert!(matches!((kind, code), (Kind::Unknown, "staging-rights") | (Kind::NeedsAck, "disk-tight")), "{:?}", codes(&p));
+        assert!(
+            matches!((kind, code), (Kind::Unknown, "staging-rights") | (Kind::NeedsAck, "disk-tight")),
+            "{:?}",
+            codes(&p)
+        );
     }
 }
 
@@ -102,7 +107,15 @@ async fn drop_policy_is_refused() {
     target_settings("west-1", &target, json!({"addressFullMessagePolicy": "DROP"})).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::Refused, "address-full-drop"), "{:?}", codes(&p));
-    assert!(p.findings.iter().find(|f| f.code == "address-full-drop").unwrap().snippet.as_deref().unwrap().contains("PAGE"));
+    assert!(p
+        .findings
+        .iter()
+        .find(|f| f.code == "address-full-drop")
+        .unwrap()
+        .snippet
+        .as_deref()
+        .unwrap()
+        .contains("PAGE"));
 }
 
 #[tokio::test]
@@ -192,13 +205,23 @@ async fn room_under_fail_and_block_by_bytes_and_messages() {
     let source = source_with(20).await;
     for policy in ["FAIL", "BLOCK"] {
         let full = target_queue("west-1", |_| {}).await;
-        target_settings("west-1", &full, json!({"addressFullMessagePolicy": policy, "maxSizeBytes": 4096, "pageSizeBytes": 1024})).await;
+        target_settings(
+            "west-1",
+            &full,
+            json!({"addressFullMessagePolicy": policy, "maxSizeBytes": 4096, "pageSizeBytes": 1024}),
+        )
+        .await;
         let p = run_preview(&source, "west-1", &full, Selection::All).await;
         assert!(has(&p, Kind::Refused, "capacity-bytes"), "{policy}: {:?}", codes(&p));
 
         let tight = target_queue("west-1", |_| {}).await;
         let bytes = p.projected_bytes.unwrap();
-        target_settings("west-1", &tight, json!({"addressFullMessagePolicy": policy, "maxSizeBytes": bytes + bytes / 20, "pageSizeBytes": 1024})).await;
+        target_settings(
+            "west-1",
+            &tight,
+            json!({"addressFullMessagePolicy": policy, "maxSizeBytes": bytes + bytes / 20, "pageSizeBytes": 1024}),
+        )
+        .await;
         let p = run_preview(&source, "west-1", &tight, Selection::All).await;
         assert!(has(&p, Kind::NeedsAck, "capacity-tight"), "{policy}: {:?}", codes(&p));
     }
@@ -275,7 +298,13 @@ async fn a_node_that_does_not_answer_could_not_be_checked() {
         t0_millis: i64::MAX,
     };
     let sc = core_addr(s);
-    let facts = gather(&plan, EndAccess { management: &sm, core_addr: Some(&sc) }, EndAccess { management: &tm, core_addr: Some("127.0.0.1:9") }, RunFacts::default()).await;
+    let facts = gather(
+        &plan,
+        EndAccess { management: &sm, core_addr: Some(&sc) },
+        EndAccess { management: &tm, core_addr: Some("127.0.0.1:9") },
+        RunFacts::default(),
+    )
+    .await;
     let p = preview(&plan, &facts, &PreviewSettings::default());
     assert!(has(&p, Kind::Unknown, "target-unreachable"), "{:?}", codes(&p));
     assert!(has(&p, Kind::Unknown, "source-busy-unknown"), "{:?}", codes(&p));

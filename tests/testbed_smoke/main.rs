@@ -42,7 +42,8 @@ async fn east_nodes_form_one_cluster_with_redistribution() {
     // The cluster bridge may take a moment after start-up; wait up to 30 s for both members.
     let mut members = 0;
     for _ in 0..60 {
-        let topology = jolokia.exec(&east1.broker_mbean(), "listNetworkTopology()", serde_json::json!([])).await.unwrap();
+        let topology =
+            jolokia.exec(&east1.broker_mbean(), "listNetworkTopology()", serde_json::json!([])).await.unwrap();
         let parsed: Value = serde_json::from_str(topology.as_str().unwrap()).unwrap();
         members = parsed.as_array().map_or(0, Vec::len);
         if members == 2 {
@@ -92,19 +93,33 @@ async fn java_helper_round_trips_every_kind_of_message() {
     assert!(fidelity::census(&browsed).values().all(|&n| n == 1));
 
     let by_id = |v: &[fidelity::Observed]| {
-        v.iter().map(|o| (o.payload_id().unwrap().to_string(), o.without(&["delivery_count"]))).collect::<std::collections::BTreeMap<_, _>>()
+        v.iter()
+            .map(|o| (o.payload_id().unwrap().to_string(), o.without(&["delivery_count"])))
+            .collect::<std::collections::BTreeMap<_, _>>()
     };
     assert_eq!(by_id(&browsed), by_id(&consumed));
 
     // Every body type and every property type is really there.
-    let core_types: std::collections::BTreeSet<i64> = consumed.iter().map(|o| o.0["core_type"].as_i64().unwrap()).collect();
+    let core_types: std::collections::BTreeSet<i64> =
+        consumed.iter().map(|o| o.0["core_type"].as_i64().unwrap()).collect();
     assert_eq!(core_types, [0, 2, 3, 4, 5, 6].into_iter().collect(), "default, object, text, bytes, map, stream");
     let props = &consumed[0].0["properties"];
     for (name, ty) in [
-        ("p_bool", "boolean"), ("p_byte", "byte"), ("p_short", "short"), ("p_int", "int"), ("p_long", "long"),
-        ("p_float", "float"), ("p_double", "double"), ("p_string", "string"), ("p_char", "char"),
-        ("p_bytes", "bytes"), ("p_null", "null"), ("JMSCorrelationID", "string"), ("JMSType", "string"),
-        ("JMSReplyTo", "string"), ("_AMQ_GROUP_ID", "string"),
+        ("p_bool", "boolean"),
+        ("p_byte", "byte"),
+        ("p_short", "short"),
+        ("p_int", "int"),
+        ("p_long", "long"),
+        ("p_float", "float"),
+        ("p_double", "double"),
+        ("p_string", "string"),
+        ("p_char", "char"),
+        ("p_bytes", "bytes"),
+        ("p_null", "null"),
+        ("JMSCorrelationID", "string"),
+        ("JMSType", "string"),
+        ("JMSReplyTo", "string"),
+        ("_AMQ_GROUP_ID", "string"),
     ] {
         assert_eq!(props[name]["type"].as_str(), Some(ty), "{name} in {props}");
     }

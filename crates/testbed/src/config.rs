@@ -189,7 +189,10 @@ impl TestBed {
             .get_or_init(|| async {
                 let mut missing = Vec::new();
                 let (host, port) = &bed.postgres_addr;
-                let pg = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect((host.as_str(), *port)));
+                let pg = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    tokio::net::TcpStream::connect((host.as_str(), *port)),
+                );
                 if !matches!(pg.await, Ok(Ok(_))) {
                     missing.push(format!("Postgres on {host}:{port}"));
                 }

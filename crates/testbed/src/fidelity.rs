@@ -63,11 +63,8 @@ impl Default for Produce {
 
 async fn run(node: &Node, command: &str, queue: &str, extra: &[String]) -> Vec<Observed> {
     let bed = TestBed::get();
-    let classpath = format!(
-        "{}:{}",
-        bed.java_build_dir().display(),
-        bed.artemis_home().join("lib").join("*").display()
-    );
+    let classpath =
+        format!("{}:{}", bed.java_build_dir().display(), bed.artemis_home().join("lib").join("*").display());
     let mut args = vec![
         "-Xmx256m".to_string(),
         "-cp".into(),

@@ -7,10 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The label should be the test's name, so a leftover queue on a broker says which test made it.
 pub fn unique_name(label: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let label: String = label
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-        .collect();
+    let label: String =
+        label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let random = uuid::Uuid::new_v4().simple().to_string();
     format!("t.{label}.{}.{}", &random[..8], COUNTER.fetch_add(1, Ordering::Relaxed))
 }

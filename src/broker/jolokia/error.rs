@@ -174,7 +174,8 @@ mod tests {
         assert_eq!(e.kind, AgentErrorKind::BadRequest);
         assert_eq!(e.message, "AMQ229049: No queue found for nope");
         assert_eq!(e.amq_id(), Some("AMQ229049"));
-        let busy = AgentError::from_parts(500, None, "x.Y : AMQ229245: Management controller is busy with another task");
+        let busy =
+            AgentError::from_parts(500, None, "x.Y : AMQ229245: Management controller is busy with another task");
         assert_eq!(busy.kind, AgentErrorKind::Busy);
         let nf = AgentError::from_parts(404, None, "javax.management.InstanceNotFoundException : org.apache…");
         assert_eq!(nf.kind, AgentErrorKind::NotFound);

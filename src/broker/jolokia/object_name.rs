@@ -179,7 +179,8 @@ mod tests {
 
     #[test]
     fn unquoted_keys_parse() {
-        let on = ObjectName::from_canonical("org.apache.activemq.artemis:address=\"q\",broker=\"b\",component=addresses");
+        let on =
+            ObjectName::from_canonical("org.apache.activemq.artemis:address=\"q\",broker=\"b\",component=addresses");
         assert_eq!(on.key("component").as_deref(), Some("addresses"));
         assert_eq!(on.key("missing"), None);
     }

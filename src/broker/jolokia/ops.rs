@@ -432,7 +432,12 @@ impl BrokerManagement {
     }
 
     /// A queue's attributes; `Ok(None)` when the queue does not exist.
-    pub async fn queue_state(&self, address: &str, routing: RoutingType, queue: &str) -> Result<Option<QueueState>, JolokiaError> {
+    pub async fn queue_state(
+        &self,
+        address: &str,
+        routing: RoutingType,
+        queue: &str,
+    ) -> Result<Option<QueueState>, JolokiaError> {
         match self.client.request(&self.queue_state_request(address, routing, queue)).await {
             Ok(v) => Ok(Some(QueueState::from_read(&v))),
             Err(e) if e.is_not_found() => Ok(None),
@@ -468,7 +473,11 @@ impl BrokerManagement {
     /// Removes the settings of the exact match `r#match`.
     pub async fn remove_address_settings(&self, r#match: &str) -> Result<(), JolokiaError> {
         self.client
-            .request(&Request::exec(self.broker_mbean(), "removeAddressSettings(java.lang.String)", vec![json!(r#match)]))
+            .request(&Request::exec(
+                self.broker_mbean(),
+                "removeAddressSettings(java.lang.String)",
+                vec![json!(r#match)],
+            ))
             .await?;
         Ok(())
     }
@@ -479,7 +488,11 @@ impl BrokerManagement {
         let config_json = serde_json::to_string(config).expect("a queue configuration serialises");
         let v = self
             .client
-            .request(&Request::exec(self.broker_mbean(), "createQueue(java.lang.String,boolean)", vec![json!(config_json), json!(false)]))
+            .request(&Request::exec(
+                self.broker_mbean(),
+                "createQueue(java.lang.String,boolean)",
+                vec![json!(config_json), json!(false)],
+            ))
             .await?;
         parse_json_string(self.client.node(), &v)
     }
@@ -514,7 +527,13 @@ impl BrokerManagement {
             .request(&Request::exec(
                 source.clone(),
                 "moveMessages(int,java.lang.String,java.lang.String,boolean,int)",
-                vec![json!(flush_limit), json!(filter.unwrap_or("")), json!(target), json!(reject_duplicates), json!(count)],
+                vec![
+                    json!(flush_limit),
+                    json!(filter.unwrap_or("")),
+                    json!(target),
+                    json!(reject_duplicates),
+                    json!(count),
+                ],
             ))
             .await?;
         Ok(v.as_i64().unwrap_or(0))
@@ -525,7 +544,11 @@ impl BrokerManagement {
     pub async fn move_message(&self, source: &ObjectName, message_id: i64, target: &str) -> Result<bool, JolokiaError> {
         let v = self
             .client
-            .request(&Request::exec(source.clone(), "moveMessage(long,java.lang.String)", vec![json!(message_id), json!(target)]))
+            .request(&Request::exec(
+                source.clone(),
+                "moveMessage(long,java.lang.String)",
+                vec![json!(message_id), json!(target)],
+            ))
             .await?;
         Ok(v.as_bool().unwrap_or(false))
     }
@@ -535,7 +558,11 @@ impl BrokerManagement {
     pub async fn count_messages(&self, queue: &ObjectName, filter: Option<&str>) -> Result<i64, JolokiaError> {
         let v = self
             .client
-            .request(&Request::exec(queue.clone(), "countMessages(java.lang.String)", vec![json!(filter.unwrap_or(""))]))
+            .request(&Request::exec(
+                queue.clone(),
+                "countMessages(java.lang.String)",
+                vec![json!(filter.unwrap_or(""))],
+            ))
             .await?;
         Ok(v.as_i64().unwrap_or(0))
     }
@@ -544,11 +571,17 @@ impl BrokerManagement {
     pub async fn list_messages(&self, queue: &ObjectName, filter: Option<&str>) -> Result<Vec<Value>, JolokiaError> {
         let v = self
             .client
-            .request(&Request::exec(queue.clone(), "listMessagesAsJSON(java.lang.String)", vec![json!(filter.unwrap_or(""))]))
+            .request(&Request::exec(
+                queue.clone(),
+                "listMessagesAsJSON(java.lang.String)",
+                vec![json!(filter.unwrap_or(""))],
+            ))
             .await?;
         match parse_json_string(self.client.node(), &v)? {
             Value::Array(items) => Ok(items),
-            other => Err(JolokiaError::BadAnswer { node: self.client.node().into(), reason: format!("not a list: {other}") }),
+            other => {
+                Err(JolokiaError::BadAnswer { node: self.client.node().into(), reason: format!("not a list: {other}") })
+            }
         }
     }
 
@@ -582,7 +615,9 @@ impl BrokerManagement {
 /// Many Artemis operations return JSON inside a string; parse the second layer.
 fn parse_json_string(node: &str, v: &Value) -> Result<Value, JolokiaError> {
     match v {
-        Value::String(s) => serde_json::from_str(s).map_err(|e| JolokiaError::BadAnswer { node: node.into(), reason: e.to_string() }),
+        Value::String(s) => {
+            serde_json::from_str(s).map_err(|e| JolokiaError::BadAnswer { node: node.into(), reason: e.to_string() })
+        }
         other => Ok(other.clone()),
     }
 }
@@ -616,9 +651,10 @@ mod tests {
 
     #[test]
     fn topology_accepts_live_and_primary_keys() {
-        let members: Vec<TopologyMember> =
-            serde_json::from_value(json!([{"nodeID": "a", "live": "h:1", "primary": "h:1"}, {"nodeID": "b", "live": "h:2", "backup": "h:3"}]))
-                .unwrap();
+        let members: Vec<TopologyMember> = serde_json::from_value(
+            json!([{"nodeID": "a", "live": "h:1", "primary": "h:1"}, {"nodeID": "b", "live": "h:2", "backup": "h:3"}]),
+        )
+        .unwrap();
         assert_eq!(members[1].backup.as_deref(), Some("h:3"));
     }
 }
