@@ -504,3 +504,49 @@ fn an_unreachable_target_is_one_unknown_and_never_a_pass() {
         codes(&out)
     );
 }
+
+#[test]
+fn the_safety_cap_is_inclusive() {
+    let s = PreviewSettings { safety_cap: 100, ..PreviewSettings::default() };
+    let at_cap = preview(&plan(Mode::Copy, Selection::All), &healthy(), &s);
+    assert_eq!(at_cap.selection_size, Some(100));
+    assert!(!at_cap.needs_cap_override && !at_cap.needs_typed_confirmation);
+    let mut facts = healthy();
+    tq_src(&mut facts).message_count = Some(101);
+    let over = preview(&plan(Mode::Copy, Selection::All), &facts, &s);
+    assert!(over.needs_cap_override && over.needs_typed_confirmation);
+}
+
+#[test]
+fn the_oldest_supported_version_is_accepted() {
+    let mut facts = healthy();
+    facts.target.node.as_mut().unwrap().broker.version = Some("2.37.0".into());
+    facts.source.node.as_mut().unwrap().broker.version = Some("2.37.0".into());
+    let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
+    assert!(!codes(&out).iter().any(|(_, c)| c.ends_with("too-old")), "{:?}", codes(&out));
+}
+
+#[test]
+fn a_staging_address_is_refused_whatever_the_queue_is_called() {
+    let mut p = plan(Mode::Move, Selection::All);
+    p.target.address = Some("studio.transfer.1234".into());
+    let out = preview(&p, &healthy(), &PreviewSettings::default());
+    assert!(codes(&out).contains(&(Kind::Refused, "staging-queue")), "{:?}", codes(&out));
+}
+
+/// A move on one node is the broker's own move: no relay, so no Core acceptor is needed. A copy on one node
+/// still relays (browse and send), so it needs one.
+#[test]
+fn core_acceptors_matter_only_when_the_run_relays() {
+    let mut facts = healthy();
+    facts.source.node.as_mut().unwrap().core_acceptor = Some(false);
+    facts.target.node.as_mut().unwrap().core_acceptor = Some(false);
+    let mut same_node = plan(Mode::Move, Selection::All);
+    same_node.target = QueueRef { queue: "elsewhere".into(), ..same_node.source.clone() };
+    let out = preview(&same_node, &facts, &PreviewSettings::default());
+    assert!(!codes(&out).iter().any(|(_, c)| c.ends_with("no-core")), "{:?}", codes(&out));
+    same_node.mode = Mode::Copy;
+    let out = preview(&same_node, &facts, &PreviewSettings::default());
+    assert!(codes(&out).contains(&(Kind::Refused, "source-no-core")), "{:?}", codes(&out));
+    assert!(codes(&out).contains(&(Kind::Refused, "target-no-core")), "{:?}", codes(&out));
+}
