@@ -62,6 +62,10 @@ impl Default for Produce {
 }
 
 async fn run(node: &Node, command: &str, queue: &str, extra: &[String]) -> Vec<Observed> {
+    run_at(node, &node.core_url(), command, queue, extra).await
+}
+
+async fn run_at(node: &Node, url: &str, command: &str, queue: &str, extra: &[String]) -> Vec<Observed> {
     let bed = TestBed::get();
     let classpath =
         format!("{}:{}", bed.java_build_dir().display(), bed.artemis_home().join("lib").join("*").display());
@@ -72,7 +76,7 @@ async fn run(node: &Node, command: &str, queue: &str, extra: &[String]) -> Vec<O
         "Fidelity".into(),
         command.into(),
         "--url".into(),
-        node.core_url(),
+        url.to_string(),
         "--user".into(),
         node.user.clone(),
         "--password".into(),
@@ -117,6 +121,26 @@ pub async fn produce(node: &Node, queue: &str, opts: &Produce) {
         extra.push("--durable-only".into());
     }
     run(node, "produce", queue, &extra).await;
+}
+
+/// Like [`produce`], with parameters added to the Java client's connection URL, e.g.
+/// `compressLargeMessage=true` or `minLargeMessageSize=10240`.
+pub async fn produce_with_url_params(node: &Node, url_params: &str, queue: &str, opts: &Produce) {
+    let url = format!("{}?{url_params}", node.core_url());
+    let mut extra = vec![
+        "--count".to_string(),
+        opts.count.to_string(),
+        "--prefix".into(),
+        opts.prefix.clone(),
+        "--kinds".into(),
+        opts.kinds.clone(),
+        "--body-size".into(),
+        opts.body_size.to_string(),
+    ];
+    if opts.durable_only {
+        extra.push("--durable-only".into());
+    }
+    run_at(node, &url, "produce", queue, &extra).await;
 }
 
 /// Consumes (and acknowledges) everything on `queue`, in arrival order.

@@ -132,6 +132,99 @@ impl Jolokia {
     }
 }
 
+/// Roles granted each permission of a security setting (comma-separated role names; empty = nobody).
+#[derive(Debug, Clone, Default)]
+pub struct Permissions {
+    /// `send`.
+    pub send: String,
+    /// `consume`.
+    pub consume: String,
+    /// `createDurableQueue`.
+    pub create_durable_queue: String,
+    /// `deleteDurableQueue`.
+    pub delete_durable_queue: String,
+    /// `createNonDurableQueue`.
+    pub create_non_durable_queue: String,
+    /// `deleteNonDurableQueue`.
+    pub delete_non_durable_queue: String,
+    /// `manage`.
+    pub manage: String,
+    /// `browse`.
+    pub browse: String,
+    /// `createAddress`.
+    pub create_address: String,
+    /// `deleteAddress`.
+    pub delete_address: String,
+}
+
+impl Permissions {
+    /// Every permission for `role`.
+    pub fn all(role: &str) -> Permissions {
+        let r = role.to_string();
+        Permissions {
+            send: r.clone(),
+            consume: r.clone(),
+            create_durable_queue: r.clone(),
+            delete_durable_queue: r.clone(),
+            create_non_durable_queue: r.clone(),
+            delete_non_durable_queue: r.clone(),
+            manage: r.clone(),
+            browse: r.clone(),
+            create_address: r.clone(),
+            delete_address: r,
+        }
+    }
+}
+
+impl Jolokia {
+    /// Adds a security setting for `address_match` at run time (the most specific match wins, so a unique
+    /// address can be given fewer permissions than the test bed's `#`). Remove it with
+    /// [`Jolokia::remove_security_settings`].
+    pub async fn add_security_settings(&self, address_match: &str, p: &Permissions) -> Result<(), JolokiaError> {
+        let signature = format!("addSecuritySettings({})", ["java.lang.String"; 11].join(","));
+        let args = json!([
+            address_match,
+            p.send,
+            p.consume,
+            p.create_durable_queue,
+            p.delete_durable_queue,
+            p.create_non_durable_queue,
+            p.delete_non_durable_queue,
+            p.manage,
+            p.browse,
+            p.create_address,
+            p.delete_address
+        ]);
+        self.exec(&self.node.broker_mbean(), &signature, args).await?;
+        Ok(())
+    }
+
+    /// Adds address settings for `address_match` at run time, given as the broker's JSON form, e.g.
+    /// `{"maxSizeBytes": 20000, "addressFullMessagePolicy": "FAIL"}`.
+    pub async fn add_address_settings(&self, address_match: &str, settings_json: &str) -> Result<(), JolokiaError> {
+        self.exec(
+            &self.node.broker_mbean(),
+            "addAddressSettings(java.lang.String,java.lang.String)",
+            json!([address_match, settings_json]),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Removes the address settings added for `address_match`.
+    pub async fn remove_address_settings(&self, address_match: &str) -> Result<(), JolokiaError> {
+        self.exec(&self.node.broker_mbean(), "removeAddressSettings(java.lang.String)", json!([address_match])).await?;
+        Ok(())
+    }
+
+    /// Removes the security setting added for `address_match`.
+    pub async fn remove_security_settings(&self, address_match: &str) -> Result<(), JolokiaError> {
+        self.exec(&self.node.broker_mbean(), "removeSecuritySettings(java.lang.String)", json!([address_match]))
+            .await?;
+        Ok(())
+    }
+}
+
 /// `javax.management.ObjectName.quote`: wrap in double quotes, backslash-escape `" * ? \` and newline.
 pub fn quote(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);

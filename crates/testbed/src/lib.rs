@@ -3,7 +3,7 @@
 //! Endpoints, credentials and paths come from `config/testbed.toml` (the one place for them), read here and by
 //! `scripts/testbed`. Tests get unique queue names ([`unique_name`]), a small Jolokia client for setting up and
 //! checking brokers ([`jolokia`]), and the Java fidelity helper ([`fidelity`]) — the official Artemis client as
-//! the independent judge of what arrived.
+//! the independent judge of what arrived. Tests that must kill a broker start a private one ([`scratch`]).
 //!
 //! A test that needs the test bed and does not find it **fails** ([`TestBed::require`]) with the command that
 //! starts it; it never returns early as a pass.
@@ -14,6 +14,9 @@ pub mod config;
 pub mod fidelity;
 pub mod jolokia;
 mod names;
+pub mod scratch;
+pub mod postgres;
+pub mod private_postgres;
 
 pub use config::{Node, NodeRole, TestBed};
 pub use names::unique_name;

@@ -416,7 +416,7 @@ fn create_queue_v2_suggested_values() {
         expected.extend(utf16le("staging"));
     }
     expected.extend(hex("00 FF 00 FF 00 01 FF FF FF FF 00"));
-    expected.extend(std::iter::repeat(0u8).take(15));
+    expected.extend(std::iter::repeat_n(0u8, 15));
     let len = (expected.len() - 4) as u32;
     expected[..4].copy_from_slice(&len.to_be_bytes());
     expected[4] = packet_type::CREATE_QUEUE_V2 as u8;

@@ -1,0 +1,159 @@
+//! A private, throwaway broker for tests that must stop or kill a broker.
+//!
+//! The shared test-bed brokers are never stopped: other engineers' tests run on
+//! them. A [`ScratchBroker`] is a fresh instance made with `artemis create` from the
+//! test bed's distribution, in its own folder under the test bed's `scratch/`,
+//! on a free port, started as a child of the test process. It can be paused
+//! (SIGSTOP), resumed, stopped cleanly (SIGTERM) or killed (SIGKILL); dropping
+//! it kills it and deletes its folder. Only its Core acceptor listens; it has no web console.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::config::TestBed;
+
+/// Core ports tried for a scratch broker (above the test bed's, below the ephemeral range).
+const PORTS: std::ops::Range<u16> = 63_100..64_900;
+
+/// Core port of a broker made by `artemis create` before its `--port-offset`.
+const CORE_BASE_PORT: u16 = 61_616;
+
+/// A running private broker; see the module doc.
+#[derive(Debug)]
+pub struct ScratchBroker {
+    dir: PathBuf,
+    child: Option<tokio::process::Child>,
+    /// Its Core acceptor's port on 127.0.0.1.
+    pub core_port: u16,
+    /// The one user (role `amq`, every permission).
+    pub user: String,
+    /// Its password.
+    pub password: String,
+}
+
+fn free_port() -> u16 {
+    let start = PORTS.start + (uuid::Uuid::new_v4().as_u128() % u128::from(PORTS.end - PORTS.start)) as u16;
+    (start..PORTS.end)
+        .chain(PORTS.start..start)
+        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("no free port for a scratch broker")
+}
+
+impl ScratchBroker {
+    /// Creates and starts a private broker and waits until its Core port accepts
+    /// connections. Panics (failing the test) with the broker's output if it cannot.
+    pub async fn start(label: &str) -> ScratchBroker {
+        let bed = TestBed::get();
+        let home = bed.artemis_home();
+        let name = crate::unique_name(label);
+        let dir = bed.dir.join("scratch").join(&name);
+        std::fs::create_dir_all(dir.parent().expect("scratch parent")).expect("scratch folder");
+        let core_port = free_port();
+        let (user, password) = ("scratch".to_string(), "scratch-pw".to_string());
+        let offset = (core_port - CORE_BASE_PORT).to_string();
+        let out = tokio::process::Command::new(home.join("bin").join("artemis"))
+            .arg("create")
+            .arg(&dir)
+            .args(["--silent", "--force", "--name", "scratch", "--host", "127.0.0.1"])
+            .args(["--port-offset", &offset, "--user", &user, "--password", &password, "--role", "amq"])
+            .args(["--require-login", "--no-autotune", "--nio", "--java-memory", "512M", "--no-web"])
+            .args(["--no-amqp-acceptor", "--no-stomp-acceptor", "--no-mqtt-acceptor", "--no-hornetq-acceptor"])
+            .env("JAVA_ARGS_APPEND", "-Xms64M")
+            .env_remove("JAVA_ARGS")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("cannot run `artemis create`");
+        assert!(
+            out.status.success(),
+            "`artemis create` failed for a scratch broker:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let log = std::fs::File::create(dir.join("run.out")).expect("scratch log");
+        let child = tokio::process::Command::new(dir.join("bin").join("artemis"))
+            .arg("run")
+            .current_dir(&dir)
+            .env("JAVA_ARGS_APPEND", "-Xms64M")
+            .env_remove("JAVA_ARGS")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("scratch log"))
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cannot start the scratch broker");
+        let mut broker = ScratchBroker { dir, child: Some(child), core_port, user, password };
+        broker.wait_ready().await;
+        broker
+    }
+
+    async fn wait_ready(&mut self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            if tokio::net::TcpStream::connect(("127.0.0.1", self.core_port)).await.is_ok() {
+                return;
+            }
+            let exited = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+            if exited.is_some() || tokio::time::Instant::now() > deadline {
+                panic!(
+                    "the scratch broker did not start ({exited:?}); its output:\n{}",
+                    std::fs::read_to_string(self.dir.join("run.out")).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// `tcp://127.0.0.1:<port>`.
+    pub fn core_url(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.core_port)
+    }
+
+    /// The broker process's id (`bin/artemis` execs java, so this is the JVM).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().and_then(|c| c.id()).expect("the scratch broker is not running")
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.pid().to_string();
+        let status = std::process::Command::new("kill").args([signal, &pid]).status().expect("cannot run `kill`");
+        assert!(status.success(), "kill {signal} {pid} failed");
+    }
+
+    /// Freezes the broker (SIGSTOP): its sockets stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a paused broker (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Stops the broker cleanly (SIGTERM: its shutdown hook stops the server, which tells its clients) and
+    /// waits for it to exit.
+    pub async fn terminate(&mut self) {
+        self.signal("-TERM");
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait().await;
+        }
+    }
+
+    /// Kills the broker (SIGKILL) and waits for it to exit; its sockets close.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+impl Drop for ScratchBroker {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
