@@ -550,3 +550,14 @@ fn core_acceptors_matter_only_when_the_run_relays() {
     assert!(codes(&out).contains(&(Kind::Refused, "source-no-core")), "{:?}", codes(&out));
     assert!(codes(&out).contains(&(Kind::Refused, "target-no-core")), "{:?}", codes(&out));
 }
+
+#[test]
+fn a_ring_the_selection_fits_in_raises_nothing() {
+    for (ring, depth) in [(100, 0), (500, 0), (150, 50)] {
+        let mut facts = healthy();
+        tq(&mut facts).ring_size = Some(ring);
+        tq(&mut facts).message_count = Some(depth);
+        let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
+        assert!(!codes(&out).iter().any(|(_, c)| c.starts_with("ring")), "ring {ring} depth {depth}: {:?}", codes(&out));
+    }
+}
