@@ -12,5 +12,11 @@
 //! | [`secret`] | values that never reach logs, answers or records |
 
 pub mod broker;
+pub mod cli;
+pub mod config;
+pub mod jobs;
+pub mod limiter;
+pub mod registry;
 pub mod secret;
 pub mod transfer;
+pub mod worker;

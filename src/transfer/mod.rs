@@ -6,6 +6,7 @@ pub mod facts;
 pub mod gather;
 pub mod plan;
 pub mod preview;
+pub mod service;
 
 pub use facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 pub use plan::{Mode, Plan, QueueRef, Selection};

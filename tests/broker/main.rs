@@ -1,5 +1,7 @@
 //! The Jolokia management client against the real test bed (Artemis 2.40.0): names, HA state, queue attributes,
-//! batches with per-entry results, address settings, moves, and typed errors.
+//! batches with per-entry results, address settings, moves, and typed errors; and the cluster registry.
+
+mod registry;
 
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
 //! The preview against real brokers: each test creates the condition for real on the test bed, gathers the
 //! facts (one batched Jolokia request per node) and checks the finding the preview raises.
 
+mod service;
+
 use std::time::Duration;
 
 use artemis_transfer::broker::jolokia::{BrokerManagement, Endpoint, JolokiaClient, QueueConfig};

@@ -51,7 +51,13 @@ impl PrivatePostgres {
             std::fs::remove_dir_all(&base).expect("remove a stale private cluster folder");
         }
         std::fs::create_dir_all(base.join("run")).expect("create the private cluster folder");
-        let cluster = PrivatePostgres { url: format!("postgres://transfer@127.0.0.1:{port}/postgres"), base, port, bin_dir, os_user };
+        let cluster = PrivatePostgres {
+            url: format!("postgres://transfer@127.0.0.1:{port}/postgres"),
+            base,
+            port,
+            bin_dir,
+            os_user,
+        };
         cluster.chown();
         let data = cluster.data();
         cluster.pg(&["initdb", "-D", &data, "-U", "transfer", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"]);
@@ -155,7 +161,9 @@ fn postgres_tools() -> (PathBuf, String) {
     let text = std::fs::read_to_string(repo_root().join("config/testbed.toml")).expect("read config/testbed.toml");
     let config: toml::Table = text.parse().expect("config/testbed.toml parses");
     let pg = config.get("postgres").and_then(|v| v.as_table()).expect("config/testbed.toml has [postgres]");
-    let get = |key: &str| pg.get(key).and_then(|v| v.as_str()).unwrap_or_else(|| panic!("[postgres] {key} is missing")).to_owned();
+    let get = |key: &str| {
+        pg.get(key).and_then(|v| v.as_str()).unwrap_or_else(|| panic!("[postgres] {key} is missing")).to_owned()
+    };
     (PathBuf::from(get("bin_dir")), get("os_user"))
 }
 

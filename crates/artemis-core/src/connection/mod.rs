@@ -103,6 +103,14 @@ impl Link {
         if let Some(reason) = self.shared.closed.get() {
             return Err(Error::ConnectionLost(reason.clone()));
         }
+        // Fast path: a free slot needs no timer. Registering one per packet cost a timer-wheel entry and a clock
+        // read for every send and ack (docs/BENCHMARKS.md, "Core client"). The queue is fair: while a handle
+        // waits below, its freed slots go to it, so this cannot overtake it.
+        let cmd = match self.tx.try_send(cmd) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(self.lost()),
+            Err(mpsc::error::TrySendError::Full(cmd)) => cmd,
+        };
         match tokio::time::timeout(self.call_timeout(), self.tx.send(cmd)).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(self.lost()),

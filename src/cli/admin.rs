@@ -1,0 +1,186 @@
+//! `artemis-transfer admin jobs|requeue|cancel|rescue|prune`: parse, call [`crate::jobs::admin`] (which audits
+//! each action with who/what/when/outcome), print the result as text or JSON lines.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+use sqlx::PgPool;
+
+use crate::cli::CliError;
+use crate::jobs::admin::{self, Actor, RequeueTarget};
+use crate::jobs::model::{JobRow, JobState, RunId};
+
+/// `admin` options.
+#[derive(Debug, clap::Args)]
+pub struct AdminArgs {
+    /// Who acts, for the audit trail (default: `$USER@host`).
+    #[arg(long, env = "ARTEMIS_TRANSFER_ACTOR")]
+    pub actor: Option<String>,
+    /// Print JSON lines instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The action.
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// Admin actions.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// List jobs, newest first.
+    Jobs {
+        /// Only jobs in this state (pending, running, completed, failed, cancelled).
+        #[arg(long, value_parser = parse_state)]
+        state: Option<JobState>,
+        /// Only jobs of this run.
+        #[arg(long)]
+        run: Option<RunId>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+    /// Run a failed, cancelled or pending job again now with a fresh attempt budget (a run id means its
+    /// latest job).
+    Requeue {
+        /// A run id (UUID) or a job id (number).
+        target: RequeueTarget,
+    },
+    /// Cancel a run: its job is cancelled (a running one loses its lease), the run is Stopped.
+    Cancel {
+        /// The run.
+        run: RunId,
+    },
+    /// Rotate and expire the leases of a dead worker: its late commits fail and its jobs run elsewhere.
+    Rescue {
+        /// The worker's name (the lease owner shown by `admin jobs`).
+        worker: String,
+    },
+    /// Delete finished jobs of ended runs older than a duration (e.g. 30d, 12h, 45m, 90s).
+    Prune {
+        /// How old a finished job must be.
+        #[arg(long, value_parser = parse_duration)]
+        older_than: Duration,
+    },
+}
+
+/// Runs an admin action and prints its result.
+pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
+    let actor = Actor(args.actor.unwrap_or_else(default_actor));
+    let mut out = std::io::stdout().lock();
+    let json = args.json;
+    match args.command {
+        AdminCommand::Jobs { state, run, limit } => {
+            let rows = admin::list_jobs(pool, &actor, state, run, limit).await?;
+            print_jobs(&mut out, &rows, json).map_err(CliError::Output)?;
+        }
+        AdminCommand::Requeue { target } => {
+            let job = admin::requeue(pool, &actor, target).await?;
+            print_line(
+                &mut out,
+                json,
+                &job,
+                &format!("requeued job {} of run {} (due now, fresh attempts)", job.id, job.run_id),
+            )?;
+        }
+        AdminCommand::Cancel { run } => {
+            let cancelled = admin::cancel(pool, &actor, run).await?;
+            let words = match cancelled.job {
+                Some(job) => format!("cancelled run {run} (job {job} cancelled); the run is stopped"),
+                None => format!("cancelled run {run} (it had no live job); the run is stopped"),
+            };
+            print_line(&mut out, json, &cancelled, &words)?;
+        }
+        AdminCommand::Rescue { worker } => {
+            let jobs = admin::rescue(pool, &actor, &worker).await?;
+            print_line(
+                &mut out,
+                json,
+                &jobs,
+                &format!("rotated {} lease(s) of worker {worker}: {jobs:?}", jobs.len()),
+            )?;
+        }
+        AdminCommand::Prune { older_than } => {
+            let deleted = admin::prune(pool, &actor, older_than).await?;
+            print_line(&mut out, json, &deleted, &format!("deleted {deleted} finished job(s)"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn default_actor() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
+    format!("{user}@{host}")
+}
+
+fn print_line(out: &mut impl Write, json: bool, value: &impl serde::Serialize, words: &str) -> Result<(), CliError> {
+    let line = if json { serde_json::to_string(value).unwrap_or_default() } else { words.to_owned() };
+    writeln!(out, "{line}").map_err(CliError::Output)
+}
+
+fn print_jobs(out: &mut impl Write, rows: &[JobRow], json: bool) -> std::io::Result<()> {
+    if json {
+        for row in rows {
+            writeln!(out, "{}", serde_json::to_string(row).unwrap_or_default())?;
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:>8}  {:<36}  {:>5}  {:<9}  {:>7}  {:<20}  {:<24}  last error",
+        "job", "run", "seq", "state", "attempt", "run at", "lease owner"
+    )?;
+    for j in rows {
+        writeln!(
+            out,
+            "{:>8}  {:<36}  {:>5}  {:<9}  {:>7}  {:<20}  {:<24}  {}",
+            j.id,
+            j.run_id,
+            j.seq,
+            j.state,
+            format!("{}/{}", j.attempt, j.max_attempts),
+            j.run_at.format("%Y-%m-%d %H:%M:%S"),
+            j.lease_owner.as_deref().unwrap_or("-"),
+            j.last_error.as_deref().unwrap_or("")
+        )?;
+    }
+    Ok(())
+}
+
+fn parse_state(s: &str) -> Result<JobState, String> {
+    s.parse::<JobState>().map_err(|e| e.to_string())
+}
+
+/// `90s`, `45m`, `12h`, `30d` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("{s:?} is not a duration like 30d, 12h, 45m or 90s"))?;
+    let secs = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use s, m, h or d)")),
+    };
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("45m"), Ok(Duration::from_secs(2700)));
+        assert_eq!(parse_duration("12h"), Ok(Duration::from_secs(43_200)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(2_592_000)));
+        assert_eq!(parse_duration("15"), Ok(Duration::from_secs(15)));
+        assert!(parse_duration("3w").is_err());
+        assert!(parse_duration("d").is_err());
+    }
+}

@@ -1,0 +1,175 @@
+//! The command line (clap derive): `migrate`, `worker`, `admin …`. Parses, loads the configuration, connects,
+//! and hands over to the library; errors come back typed and `main` prints their whole chain once.
+
+pub mod admin;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+
+use crate::config::{Config, ConfigError};
+use crate::jobs::runtime::ClaimConfig;
+use crate::worker::{self, WorkerOptions};
+
+/// artemis-transfer: moves or copies selected messages between Artemis brokers, once, as a durable run.
+#[derive(Debug, Parser)]
+#[command(name = "artemis-transfer", version)]
+pub struct Cli {
+    /// A TOML file laid over the built-in defaults (config/default.toml).
+    #[arg(long, global = true, env = "ARTEMIS_TRANSFER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Log lines as text or JSON (level from RUST_LOG, default info).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply the database migrations and write the settings' defaults where none is set.
+    Migrate,
+    /// Run a worker: claim jobs and run them until SIGTERM.
+    Worker(WorkerArgs),
+    /// Admin commands over the job queue (each one audited).
+    Admin(admin::AdminArgs),
+}
+
+/// `worker` options.
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// Jobs run at once (default: worker.concurrency).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// This worker's name, the lease owner on its jobs (default: host:pid:random).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// The configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Connecting to the database.
+    #[error("cannot connect to the database")]
+    Connect(#[source] sqlx::Error),
+    /// The job engine.
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::Error),
+    /// The worker.
+    #[error(transparent)]
+    Worker(#[from] worker::WorkerError),
+    /// Writing the output.
+    #[error("cannot write the output")]
+    Output(#[source] std::io::Error),
+}
+
+/// Sets up logging to stderr.
+pub fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Runs the command.
+pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let config = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Migrate => {
+            let pool = connect(&config, 2).await?;
+            crate::jobs::migrate(&pool, &config.settings, "artemis-transfer migrate").await?;
+            tracing::info!("the database is up to date");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Worker(args) => {
+            let concurrency = args.concurrency.unwrap_or(config.worker.concurrency).max(1);
+            let pool = worker::pool_options(concurrency)
+                .max_connections(config.database.max_connections.max(concurrency as u32 + 3))
+                .acquire_timeout(Duration::from_secs(config.database.connect_timeout_secs))
+                .connect(config.database_url()?.expose())
+                .await
+                .map_err(CliError::Connect)?;
+            let options = WorkerOptions {
+                concurrency,
+                claim: ClaimConfig {
+                    owner: args.name.unwrap_or_else(worker::default_name),
+                    lease: Duration::from_secs_f64(config.worker.lease_secs),
+                    poll_interval: Duration::from_millis(config.worker.poll_interval_ms),
+                    claim_cooldown: Duration::from_millis(config.worker.claim_cooldown_ms),
+                    batch: concurrency,
+                },
+                executor: config.executor(),
+                shutdown_timeout: Duration::from_secs(config.worker.shutdown_timeout_secs),
+            };
+            worker::run(pool, worker::registry(), options, worker::shutdown::terminate_signal()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Admin(args) => {
+            let pool = connect(&config, 2).await?;
+            admin::run(&pool, args).await
+        }
+    }
+}
+
+/// A pool of at least `min_connections` (or the configured size if larger).
+async fn connect(config: &Config, min_connections: u32) -> Result<PgPool, CliError> {
+    let url = config.database_url()?;
+    PgPoolOptions::new()
+        .max_connections(config.database.max_connections.max(min_connections))
+        .acquire_timeout(Duration::from_secs(config.database.connect_timeout_secs))
+        .connect(url.expose())
+        .await
+        .map_err(CliError::Connect)
+}
+
+/// An error and its causes on one line, for `main`.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut words = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        words.push_str(": ");
+        words.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn admin_commands_parse() {
+        let cli = Cli::try_parse_from(["artemis-transfer", "admin", "--actor", "ops", "prune", "--older-than", "7d"])
+            .unwrap();
+        assert!(matches!(cli.command, Command::Admin(_)));
+        assert!(Cli::try_parse_from(["artemis-transfer", "admin", "requeue"]).is_err());
+    }
+}

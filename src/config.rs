@@ -1,0 +1,328 @@
+//! Process configuration: `config/default.toml` (built in), optionally a file laid over it, then environment
+//! variables `ARTEMIS_TRANSFER__<SECTION>__<KEY>`; the database URL from `DATABASE_URL` alone.
+//!
+//! Loading is split so it can be tested without touching the process environment: [`Config::from_sources`]
+//! is pure; [`Config::load`] feeds it the real file and environment. The URL's password never reaches
+//! `Debug` output.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::jobs::executor::ExecutorConfig;
+use crate::jobs::retry::RetryPolicy;
+use crate::jobs::settings::Settings;
+
+/// The built-in defaults.
+const DEFAULTS: &str = include_str!("../config/default.toml");
+
+/// Prefix of the environment variables that override single values.
+const ENV_PREFIX: &str = "ARTEMIS_TRANSFER__";
+
+/// What went wrong reading the configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A source is not valid TOML.
+    #[error("{source_name} is not valid TOML")]
+    Parse {
+        /// Which source.
+        source_name: String,
+        /// Why.
+        #[source]
+        source: toml::de::Error,
+    },
+    /// The merged configuration does not fit the expected shape (unknown key, wrong type).
+    #[error("invalid configuration")]
+    Shape(#[source] toml::de::Error),
+    /// A value is out of range.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    /// `DATABASE_URL` is not set.
+    #[error("DATABASE_URL is not set")]
+    NoDatabaseUrl,
+}
+
+/// A database URL whose password `Debug` hides.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// Wraps a URL.
+    pub fn new(url: impl Into<String>) -> DatabaseUrl {
+        DatabaseUrl(url.into())
+    }
+
+    /// The URL itself, for connecting.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // postgres://user:secret@host/db → postgres://user:***@host/db
+        let redacted = match (self.0.find("://"), self.0.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme => {
+                let userinfo = &self.0[scheme + 3..at];
+                match userinfo.find(':') {
+                    Some(colon) => format!("{}{}:***{}", &self.0[..scheme + 3], &userinfo[..colon], &self.0[at..]),
+                    None => self.0.clone(),
+                }
+            }
+            _ => self.0.clone(),
+        };
+        f.debug_tuple("DatabaseUrl").field(&redacted).finish()
+    }
+}
+
+/// `[database]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// From `DATABASE_URL`, never from a file.
+    #[serde(skip)]
+    pub url: Option<DatabaseUrl>,
+    /// Pool size per process.
+    pub max_connections: u32,
+    /// How long to wait for a connection.
+    pub connect_timeout_secs: u64,
+}
+
+/// `[worker]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Jobs one process runs at once.
+    pub concurrency: usize,
+    /// A claim's lease.
+    pub lease_secs: f64,
+    /// Lease renewal period.
+    pub heartbeat_secs: f64,
+    /// Poll fallback.
+    pub poll_interval_ms: u64,
+    /// Pause after a claim that lost a race.
+    pub claim_cooldown_ms: u64,
+    /// Graceful shutdown limit.
+    pub shutdown_timeout_secs: u64,
+}
+
+/// `[retry]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Attempts per job.
+    pub max_attempts: i32,
+    /// First backoff.
+    pub min_delay_ms: u64,
+    /// Longest backoff before jitter.
+    pub max_delay_secs: u64,
+    /// Growth per attempt.
+    pub factor: f32,
+    /// Random extra wait.
+    pub jitter: bool,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[database]`.
+    pub database: DatabaseConfig,
+    /// `[worker]`.
+    pub worker: WorkerConfig,
+    /// `[retry]`.
+    pub retry: RetryConfig,
+    /// `[settings]`: SPEC §8 defaults.
+    pub settings: Settings,
+}
+
+impl Config {
+    /// The built-in defaults, `file` (or `ARTEMIS_TRANSFER_CONFIG`) over them, then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        let file = file.map(Path::to_path_buf).or_else(|| std::env::var_os("ARTEMIS_TRANSFER_CONFIG").map(Into::into));
+        let text = match &file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?,
+            ),
+            None => None,
+        };
+        Config::from_sources(text.as_deref(), std::env::vars())
+    }
+
+    /// The configuration from the defaults, an optional file's text, and environment variables (pure).
+    pub fn from_sources(
+        file: Option<&str>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut merged = parse("config/default.toml", DEFAULTS)?;
+        if let Some(text) = file {
+            merge(&mut merged, parse("the configuration file", text)?);
+        }
+        let mut url = None;
+        for (name, value) in env {
+            if name == "DATABASE_URL" {
+                url = Some(DatabaseUrl::new(value));
+            } else if let Some(path) = name.strip_prefix(ENV_PREFIX) {
+                set_path(&mut merged, path, &value);
+            }
+        }
+        let mut config: Config = toml::Value::Table(merged).try_into().map_err(ConfigError::Shape)?;
+        config.database.url = url;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let w = &self.worker;
+        if w.concurrency == 0 {
+            return Err(ConfigError::Invalid("worker.concurrency must be at least 1".into()));
+        }
+        if !positive(w.lease_secs) || !positive(w.heartbeat_secs) || w.heartbeat_secs >= w.lease_secs {
+            return Err(ConfigError::Invalid(
+                "worker.heartbeat_secs must be above 0 and below worker.lease_secs".into(),
+            ));
+        }
+        if self.retry.max_attempts < 1 {
+            return Err(ConfigError::Invalid("retry.max_attempts must be at least 1".into()));
+        }
+        self.settings.validate().map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The database URL, or why there is none.
+    pub fn database_url(&self) -> Result<&DatabaseUrl, ConfigError> {
+        self.database.url.as_ref().ok_or(ConfigError::NoDatabaseUrl)
+    }
+
+    /// The retry policy.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.retry.max_attempts,
+            min_delay: Duration::from_millis(self.retry.min_delay_ms),
+            max_delay: Duration::from_secs(self.retry.max_delay_secs),
+            factor: self.retry.factor,
+            jitter: self.retry.jitter,
+        }
+    }
+
+    /// What the executor needs.
+    pub fn executor(&self) -> ExecutorConfig {
+        ExecutorConfig {
+            lease: Duration::from_secs_f64(self.worker.lease_secs),
+            heartbeat: Duration::from_secs_f64(self.worker.heartbeat_secs),
+            retry: self.retry_policy(),
+        }
+    }
+}
+
+/// Above zero (and not NaN).
+fn positive(x: f64) -> bool {
+    x > 0.0
+}
+
+fn parse(source_name: &str, text: &str) -> Result<toml::Table, ConfigError> {
+    text.parse::<toml::Table>().map_err(|source| ConfigError::Parse { source_name: source_name.into(), source })
+}
+
+/// Lays `over` onto `base`, table by table.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// Sets `SECTION__KEY` (any depth) to `raw`, read as a TOML value when it is one (`10`, `true`, `["a"]`) and
+/// as a string otherwise.
+fn set_path(table: &mut toml::Table, path: &str, raw: &str) {
+    let keys: Vec<String> = path.split("__").map(str::to_lowercase).collect();
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
+    let (last, parents) = keys.split_last().expect("split yields at least one key");
+    let mut at = table;
+    for key in parents {
+        let entry = at.entry(key.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        at = entry.as_table_mut().expect("just made a table");
+    }
+    at.insert(last.clone(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_load_and_match_spec_section_8() {
+        let config = Config::from_sources(None, env(&[])).unwrap();
+        assert_eq!(config.settings.batch_size, 200);
+        assert_eq!(config.settings.concurrent_runs, 4);
+        assert_eq!(config.settings.node_calls_per_second, 20.0);
+        assert_eq!(config.settings.dmq_chain, ["studio.dmq.transfer"]);
+        assert_eq!(config.settings.dmq_time_to_live_secs, None);
+        assert!(config.database.url.is_none());
+    }
+
+    #[test]
+    fn environment_overrides_single_values_with_their_types() {
+        let config = Config::from_sources(
+            Some("[worker]\nconcurrency = 7\n"),
+            env(&[
+                ("ARTEMIS_TRANSFER__WORKER__LEASE_SECS", "2.5"),
+                ("ARTEMIS_TRANSFER__WORKER__HEARTBEAT_SECS", "1"),
+                ("ARTEMIS_TRANSFER__RETRY__JITTER", "false"),
+                ("DATABASE_URL", "postgres://u:p@h/db"),
+                ("UNRELATED", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.worker.concurrency, 7);
+        assert_eq!(config.worker.lease_secs, 2.5);
+        assert!(!config.retry.jitter);
+        assert_eq!(config.database_url().unwrap().expose(), "postgres://u:p@h/db");
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused() {
+        let err = Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__LEASE_SEC", "3")])).unwrap_err();
+        assert!(matches!(err, ConfigError::Shape(_)), "{err:?}");
+    }
+
+    #[test]
+    fn heartbeat_must_be_shorter_than_the_lease() {
+        let err = Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__HEARTBEAT_SECS", "30")])).unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid(_)), "{err:?}");
+    }
+
+    #[test]
+    fn debug_hides_the_password() {
+        let url = DatabaseUrl::new("postgres://transfer:s3cret@127.0.0.1:5432/db");
+        let shown = format!("{url:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("transfer:***@127.0.0.1"), "{shown}");
+    }
+}

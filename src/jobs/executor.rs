@@ -1,0 +1,277 @@
+//! Runs one claimed job: checks its run and budget, runs its handler while heartbeating the lease, and
+//! turns the outcome into the job's next state.
+//!
+//! A handler that hands off to its run's next job, due at once, may receive that job leased to this worker
+//! (a continuation, see `job_complete_and_enqueue.sql`): the executor runs it next in the same task, up to
+//! [`CONTINUATION_LIMIT`] in a row, then lets the job go through a claim like any other (fairness between runs
+//! when there are more runs than tasks).
+//!
+//! The heartbeat and the handler race: if the lease is lost (or cannot be renewed before it expires), the
+//! handler's future is dropped on the spot, so it starts no further broker call, and nothing more is
+//! written (SPEC §7 I5). Bookkeeping writes (retry, snooze, end) are retried briefly on transient database
+//! errors; if they still fail the job stays leased and is taken over when the lease expires, at the cost of
+//! an attempt.
+
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use chrono::Utc;
+use serde::Serialize;
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+
+use crate::jobs::error::Error;
+use crate::jobs::handler::{JobContext, Outcome, Registry};
+use crate::jobs::lease::{Lease, RunEnd};
+use crate::jobs::model::{ClaimedJob, JobState, RunState};
+use crate::jobs::retry::RetryPolicy;
+use crate::jobs::wake::Wake;
+
+/// Jobs of one run a task runs in a row through continuations before the next one goes back to the queue.
+pub const CONTINUATION_LIMIT: usize = 32;
+
+/// How the executor treats leases and failures.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// A claim's lease, renewed to this at every heartbeat.
+    pub lease: Duration,
+    /// How often the lease is renewed.
+    pub heartbeat: Duration,
+    /// Attempts and backoff.
+    pub retry: RetryPolicy,
+}
+
+/// What the executor did with a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Executed {
+    /// The handler committed (job completed; successor enqueued or run ended).
+    Committed,
+    /// Pending again, attempt given back.
+    Snoozed,
+    /// Pending again after a transient error, with backoff.
+    Retried,
+    /// The job ended and its run with it, in this state.
+    RunEnded(RunState),
+    /// The lease was lost; nothing more was written.
+    LeaseLost,
+}
+
+/// Runs claimed jobs with the handlers of a [`Registry`].
+#[derive(Debug, Clone)]
+pub struct Executor {
+    pool: PgPool,
+    registry: Registry,
+    config: ExecutorConfig,
+    wake: Wake,
+}
+
+impl Executor {
+    /// An executor over `pool` with `registry`'s handlers; `wake` is this process's claim loop.
+    pub fn new(pool: PgPool, registry: Registry, config: ExecutorConfig, wake: Wake) -> Executor {
+        Executor { pool, registry, config, wake }
+    }
+
+    /// The lease of `claimed`, as this executor's handlers see it.
+    pub fn lease(&self, claimed: &ClaimedJob) -> Lease {
+        Lease::new(self.pool.clone(), claimed, self.config.lease, self.config.retry.max_attempts, self.wake.clone())
+    }
+
+    /// Runs `claimed` to its next state, then any continuation its handler received.
+    pub async fn execute(&self, claimed: ClaimedJob) -> Result<Executed, Error> {
+        let mut job = claimed;
+        let mut run_in_a_row = 1;
+        loop {
+            let (executed, next) = self.execute_one(job, run_in_a_row < CONTINUATION_LIMIT).await;
+            match (executed, next) {
+                (Ok(Executed::Committed), Some(next)) => {
+                    job = next;
+                    run_in_a_row += 1;
+                }
+                (executed, _) => return executed,
+            }
+        }
+    }
+
+    /// Runs one job; returns what became of it and the continuation its hand-off leased to this worker.
+    #[tracing::instrument(name = "job", skip_all, fields(job_id = %claimed.job.id, run_id = %claimed.job.run_id,
+        seq = claimed.job.seq, kind = %claimed.job.kind, attempt = claimed.job.attempt, lease_token = %claimed.token))]
+    async fn execute_one(
+        &self,
+        claimed: ClaimedJob,
+        may_continue: bool,
+    ) -> (Result<Executed, Error>, Option<ClaimedJob>) {
+        let lease = self.lease(&claimed).continue_as(if may_continue { claimed.job.lease_owner.clone() } else { None });
+        let job = &claimed.job;
+        if claimed.reclaimed {
+            tracing::warn!(reason = ?job.last_error, "took over a job whose lease expired");
+        }
+        if claimed.stop_requested {
+            return (self.end(&lease, stop_end("stop requested".into())).await, None);
+        }
+        if job.attempt > job.max_attempts {
+            let error = format!(
+                "gave up after {} attempts: {}",
+                job.max_attempts,
+                job.last_error.as_deref().unwrap_or("no error recorded")
+            );
+            return (self.end(&lease, interrupted_end(error)).await, None);
+        }
+        let Some(handler) = self.registry.get(&job.kind).cloned() else {
+            let error = format!("this worker has no handler for job kind {:?}", job.kind);
+            return (self.end(&lease, failed_end(error)).await, None);
+        };
+
+        let ctx = JobContext {
+            job: job.clone(),
+            lease: lease.clone(),
+            cancel: CancellationToken::new(),
+            pool: self.pool.clone(),
+        };
+        let outcome = tokio::select! {
+            // The handler first: when it finished in the same instant the lease went (its own commit ended
+            // the lease), its outcome is the truth.
+            biased;
+            outcome = handler.handle(&ctx) => outcome,
+            lost = keep_alive(&lease, self.config.heartbeat, self.config.lease) => {
+                ctx.cancel.cancel();
+                tracing::warn!(reason = %lost, "lease lost: the handler was dropped and nothing more is written");
+                return (Ok(Executed::LeaseLost), None);
+            }
+        };
+        let executed = match outcome {
+            Ok(Outcome::Committed(committed)) => return (Ok(Executed::Committed), committed.into_next()),
+            Ok(Outcome::Snooze { until, reason }) => {
+                tracing::debug!(%until, %reason, "snoozed");
+                self.bookkeep(|| lease.snooze(until)).await.map(|()| Executed::Snoozed)
+            }
+            Ok(Outcome::Retry { error }) => self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error).await,
+            Ok(Outcome::Fail { error }) => self.end(&lease, failed_end(error)).await,
+            Ok(Outcome::Stop { reason }) => self.end(&lease, stop_end(reason)).await,
+            Err(e) if e.is_lease_lost() => {
+                tracing::warn!(error = %e, "the handler found its lease lost; nothing was written");
+                Ok(Executed::LeaseLost)
+            }
+            Err(e) => {
+                let error = error_chain(&e);
+                self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error).await
+            }
+        };
+        (executed, None)
+    }
+
+    async fn retry_or_interrupt(
+        &self,
+        lease: &Lease,
+        attempt: i32,
+        max: i32,
+        error: String,
+    ) -> Result<Executed, Error> {
+        if attempt >= max {
+            return self.end(lease, interrupted_end(format!("gave up after {max} attempts: {error}"))).await;
+        }
+        let delay = self.config.retry.delay_after(attempt);
+        let at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+        tracing::info!(%error, retry_at = %at, "transient failure; retrying later");
+        self.bookkeep(|| lease.retry(at, &error)).await.map(|()| Executed::Retried)
+    }
+
+    async fn end(&self, lease: &Lease, end: RunEnd) -> Result<Executed, Error> {
+        tracing::info!(run_state = %end.run_state, error = ?end.error, reason = ?end.stop_reason, "run ends");
+        self.bookkeep(|| lease.end_run(&end)).await.map(|()| Executed::RunEnded(end.run_state))
+    }
+
+    /// Runs a bookkeeping write, retrying transient database errors for about a lease's length.
+    async fn bookkeep<F, Fut>(&self, write: F) -> Result<(), Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<(), Error>>,
+    {
+        let policy = ExponentialBuilder::new()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(2))
+            .with_total_delay(Some(self.config.lease))
+            .without_max_times();
+        let result = write.retry(policy).when(Error::is_transient).await;
+        match result {
+            Err(e) if e.is_lease_lost() => {
+                tracing::warn!(error = %e, "lease lost before the job's next state was written");
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+/// Renews `lease` every `every` until it is lost; returns why. A renewal that keeps failing (the database is
+/// unreachable) counts as lost once the lease would have expired, since another worker may then take it.
+async fn keep_alive(lease: &Lease, every: Duration, duration: Duration) -> Error {
+    let mut expires = tokio::time::Instant::now() + duration;
+    loop {
+        tokio::time::sleep(every).await;
+        match lease.heartbeat().await {
+            Ok(_) => expires = tokio::time::Instant::now() + duration,
+            Err(e) if e.is_lease_lost() => return e,
+            Err(e) => {
+                tracing::warn!(error = %e, "heartbeat failed");
+                if tokio::time::Instant::now() + every >= expires {
+                    return Error::LeaseLost { job: lease.job(), token: lease.token() };
+                }
+            }
+        }
+    }
+}
+
+fn stop_end(reason: String) -> RunEnd {
+    RunEnd {
+        job_state: JobState::Cancelled,
+        run_state: RunState::Stopped,
+        error: None,
+        stop_reason: Some(reason),
+        event: "stopped",
+    }
+}
+
+fn interrupted_end(error: String) -> RunEnd {
+    RunEnd {
+        job_state: JobState::Failed,
+        run_state: RunState::Interrupted,
+        error: Some(error),
+        stop_reason: None,
+        event: "retries_exhausted",
+    }
+}
+
+fn failed_end(error: String) -> RunEnd {
+    RunEnd {
+        job_state: JobState::Failed,
+        run_state: RunState::Failed,
+        error: Some(error),
+        stop_reason: None,
+        event: "failed",
+    }
+}
+
+/// An error with its causes, on one line: what an operator reads in `last_error`.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut words = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        words.push_str(": ");
+        words.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_chain_names_every_cause() {
+        let e = Error::Db { op: "job_claim", source: sqlx::Error::PoolTimedOut };
+        let words = error_chain(&e);
+        assert!(words.starts_with("database operation job_claim failed: "), "{words}");
+        assert!(words.len() > "database operation job_claim failed: ".len(), "{words}");
+    }
+}

@@ -1,0 +1,310 @@
+//! A claimed job's lease: the only way to write anything about that job.
+//!
+//! [`Lease`] heartbeats, snoozes, retries and ends its job; [`Lease::begin`] opens the handler's transaction
+//! ([`FencedTx`]), whose first statement locks the run and the job rows while the token still holds the
+//! lease. From then on nobody can take the job over (claims skip locked rows) or change the run behind the
+//! handler's back (admin actions lock the run first), so everything the handler writes in that transaction
+//! — its run's progress, completing the job, enqueueing the next — commits together or not at all, and
+//! not at all if the lease was lost before it began (SPEC §7 I5).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+
+use crate::jobs::error::{DbContext, Error};
+use crate::jobs::model::{ClaimedJob, JobId, JobState, LeaseToken, NewJob, RunId, RunState};
+use crate::jobs::store::{job as jobs, record, run as runs};
+use crate::jobs::wake::Wake;
+
+/// Proof that a handler's [`FencedTx`] committed; only [`FencedTx::commit`] makes one. It carries the run's
+/// next job when the hand-off leased it to this worker to run at once (a continuation).
+#[derive(Debug)]
+#[must_use]
+pub struct Committed {
+    // Boxed: outcomes are moved around a lot and are otherwise a few words.
+    next: Option<Box<ClaimedJob>>,
+}
+
+impl Committed {
+    /// The next job of the run, leased to this worker, if the hand-off continued.
+    pub fn into_next(self) -> Option<ClaimedJob> {
+        self.next.map(|job| *job)
+    }
+}
+
+/// How a run ends when its job cannot go on (see [`Lease::end_run`]).
+#[derive(Debug, Clone)]
+pub struct RunEnd {
+    /// The job's final state: failed or cancelled.
+    pub job_state: JobState,
+    /// The run's state: an ended one.
+    pub run_state: RunState,
+    /// The error in words, for the job's and the run's `last_error`.
+    pub error: Option<String>,
+    /// Why it stopped, for the run's `stop_reason`.
+    pub stop_reason: Option<String>,
+    /// The run event to record (`stopped`, `retries_exhausted`, `failed`).
+    pub event: &'static str,
+}
+
+/// The lease of one claimed job.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pool: PgPool,
+    job: JobId,
+    run: RunId,
+    seq: i64,
+    token: LeaseToken,
+    duration: Duration,
+    default_max_attempts: i32,
+    wake: Wake,
+    /// Set by the executor when this worker may take the run's next job straight from the hand-off.
+    continue_as: Option<String>,
+}
+
+impl Lease {
+    /// The lease `claimed` carries, renewed by `duration` at each heartbeat; successors enqueued through it get
+    /// `default_max_attempts` unless they say otherwise; `wake` is this process's claim loop.
+    pub fn new(pool: PgPool, claimed: &ClaimedJob, duration: Duration, default_max_attempts: i32, wake: Wake) -> Lease {
+        Lease {
+            pool,
+            job: claimed.job.id,
+            run: claimed.job.run_id,
+            seq: claimed.job.seq,
+            token: claimed.token,
+            duration,
+            default_max_attempts,
+            wake,
+            continue_as: None,
+        }
+    }
+
+    /// Lets a hand-off through this lease lease the run's next job to `owner` when it is due at once (while this
+    /// process still accepts work): the executor runs it next, with no claim in between.
+    pub fn continue_as(mut self, owner: Option<String>) -> Lease {
+        self.continue_as = owner;
+        self
+    }
+
+    /// The job.
+    pub fn job(&self) -> JobId {
+        self.job
+    }
+
+    /// The job's run.
+    pub fn run(&self) -> RunId {
+        self.run
+    }
+
+    /// This claim's token.
+    pub fn token(&self) -> LeaseToken {
+        self.token
+    }
+
+    fn lost(&self) -> Error {
+        Error::LeaseLost { job: self.job, token: self.token }
+    }
+
+    /// Extends the lease; [`Error::LeaseLost`] when the token no longer holds it.
+    pub async fn heartbeat(&self) -> Result<DateTime<Utc>, Error> {
+        jobs::job_heartbeat(&self.pool, self.job, self.token, self.duration).await?.ok_or_else(|| self.lost())
+    }
+
+    /// Opens the handler's transaction, fenced by this lease; [`Error::LeaseLost`] when it is already lost.
+    pub async fn begin(&self) -> Result<FencedTx, Error> {
+        let mut tx = self.pool.begin().await.db("begin")?;
+        let stop_requested =
+            jobs::job_lock_fenced(&mut *tx, self.run, self.job, self.token).await?.ok_or_else(|| self.lost())?;
+        Ok(FencedTx { tx, lease: self.clone(), completed: false, poke_after_commit: false, stop_requested, next: None })
+    }
+
+    /// The job failed transiently: pending again at `at`, with `error` recorded.
+    pub async fn retry(&self, at: DateTime<Utc>, error: &str) -> Result<(), Error> {
+        let mut tx = self.pool.begin().await.db("begin")?;
+        if !jobs::job_retry(&mut *tx, self.job, self.token, at, error).await? {
+            return Err(self.lost());
+        }
+        let poke = self.announce(&mut tx, at).await?;
+        tx.commit().await.db("commit")?;
+        self.after_commit(poke);
+        Ok(())
+    }
+
+    /// The job is not ready (pacing, room, permits): pending again at `until`, attempt given back.
+    pub async fn snooze(&self, until: DateTime<Utc>) -> Result<(), Error> {
+        let mut tx = self.pool.begin().await.db("begin")?;
+        if !jobs::job_snooze(&mut *tx, self.job, self.token, until).await? {
+            return Err(self.lost());
+        }
+        let poke = self.announce(&mut tx, until).await?;
+        tx.commit().await.db("commit")?;
+        self.after_commit(poke);
+        Ok(())
+    }
+
+    /// Gives back a job that was claimed but never started (shutdown): due now, attempt given back.
+    pub async fn release(&self) -> Result<(), Error> {
+        let mut tx = self.pool.begin().await.db("begin")?;
+        if !jobs::job_release(&mut *tx, self.job, self.token).await? {
+            return Err(self.lost());
+        }
+        // This process is leaving: tell the others.
+        jobs::job_notify_due(&mut *tx, Utc::now()).await?;
+        tx.commit().await.db("commit")
+    }
+
+    /// Ends the job and its run in one transaction: the job failed or cancelled, the run in an ended state,
+    /// its slot released (and announced), an event recorded.
+    pub async fn end_run(&self, end: &RunEnd) -> Result<(), Error> {
+        let mut tx = self.pool.begin().await.db("begin")?;
+        if jobs::job_lock_fenced(&mut *tx, self.run, self.job, self.token).await?.is_none() {
+            return Err(self.lost());
+        }
+        if !jobs::job_finish(&mut *tx, self.job, self.token, end.job_state, end.error.as_deref()).await? {
+            return Err(self.lost());
+        }
+        end_run_and_release(&mut tx, self.run, end.run_state, end.error.as_deref(), end.stop_reason.as_deref()).await?;
+        let detail = json!({ "job_id": self.job, "seq": self.seq, "error": end.error, "reason": end.stop_reason });
+        record::run_event_insert(&mut *tx, self.run, end.event, &detail).await?;
+        tx.commit().await.db("commit")
+    }
+
+    /// Makes a job due at `at` known: a poke of this process after commit (returns true) while it still claims,
+    /// otherwise a NOTIFY inside `conn`'s transaction so another process takes it.
+    async fn announce(&self, conn: &mut PgConnection, at: DateTime<Utc>) -> Result<bool, Error> {
+        if self.wake.is_accepting() {
+            Ok(true)
+        } else {
+            jobs::job_notify_due(conn, at).await?;
+            Ok(false)
+        }
+    }
+
+    fn after_commit(&self, poke: bool) {
+        if poke {
+            self.wake.poke();
+        }
+    }
+}
+
+/// Ends `run` as `state` and releases its slot with a NOTIFY, inside the caller's transaction.
+pub(crate) async fn end_run_and_release(
+    conn: &mut PgConnection,
+    run: RunId,
+    state: RunState,
+    error: Option<&str>,
+    stop_reason: Option<&str>,
+) -> Result<(), Error> {
+    runs::run_end(&mut *conn, run, state, error, stop_reason).await?;
+    if runs::slot_release(&mut *conn, run).await? {
+        // A queued run elsewhere may now take the slot.
+        jobs::job_notify(&mut *conn, jobs::NOTIFY_SLOT).await?;
+    }
+    Ok(())
+}
+
+/// A handler's transaction, fenced by its lease: commit it with [`FencedTx::commit`]; dropping it rolls back.
+#[derive(Debug)]
+pub struct FencedTx {
+    tx: Transaction<'static, Postgres>,
+    lease: Lease,
+    completed: bool,
+    poke_after_commit: bool,
+    /// The run's stop request, as of the lock (it cannot change before commit).
+    stop_requested: bool,
+    /// The run's next job, leased to this worker by the hand-off.
+    next: Option<ClaimedJob>,
+}
+
+impl FencedTx {
+    /// The transaction's connection, for the handler's own writes (they are fenced too: the run and job rows
+    /// stay locked by this transaction).
+    pub fn conn(&mut self) -> &mut PgConnection {
+        &mut self.tx
+    }
+
+    /// The lease this transaction is fenced by.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// Merges `counters` (a JSON object) into the run's counters.
+    pub async fn set_counters(&mut self, counters: &serde_json::Value) -> Result<(), Error> {
+        runs::run_set_counters(&mut *self.tx, self.lease.run, counters).await
+    }
+
+    async fn complete(&mut self) -> Result<(), Error> {
+        if self.completed {
+            return Err(Error::JobRefused {
+                job: self.lease.job,
+                reason: "already completed in this transaction".into(),
+            });
+        }
+        if !jobs::job_complete(&mut *self.tx, self.lease.job, self.lease.token).await? {
+            return Err(self.lease.lost());
+        }
+        self.completed = true;
+        Ok(())
+    }
+
+    /// Completes the job and enqueues `next` as its run's next job (sequence + 1), in one statement. When the
+    /// executor allows it and `next` is due now, it is leased to this worker, which runs it right after commit.
+    pub async fn complete_and_enqueue(&mut self, next: &NewJob) -> Result<JobId, Error> {
+        if self.completed {
+            return Err(Error::JobRefused {
+                job: self.lease.job,
+                reason: "already completed in this transaction".into(),
+            });
+        }
+        let continuation = match &self.lease.continue_as {
+            Some(owner) if self.lease.wake.is_accepting() && !self.stop_requested => {
+                Some(jobs::Continuation { owner: owner.as_str(), lease: self.lease.duration })
+            }
+            _ => None,
+        };
+        let row = jobs::job_complete_and_enqueue(
+            &mut *self.tx,
+            self.lease.job,
+            self.lease.token,
+            next,
+            self.lease.default_max_attempts,
+            continuation,
+        )
+        .await?
+        .ok_or_else(|| self.lease.lost())?;
+        self.completed = true;
+        let id = row.id;
+        match (row.lease_token, row.lease_expires_at) {
+            (Some(token), Some(lease_expires_at)) => {
+                self.next =
+                    Some(ClaimedJob { job: row, token, lease_expires_at, stop_requested: false, reclaimed: false });
+            }
+            _ => self.poke_after_commit |= self.lease.announce(&mut self.tx, row.run_at).await?,
+        }
+        Ok(id)
+    }
+
+    /// Completes the job, ends its run as `state` (succeeded, partial, returned, …) and releases its slot.
+    pub async fn complete_and_end_run(&mut self, state: RunState, error: Option<&str>) -> Result<(), Error> {
+        self.complete().await?;
+        end_run_and_release(&mut self.tx, self.lease.run, state, error, None).await?;
+        let detail = json!({ "job_id": self.lease.job, "seq": self.lease.seq, "state": state });
+        record::run_event_insert(&mut *self.tx, self.lease.run, "ended", &detail).await
+    }
+
+    /// Commits everything; an error means nothing of it happened.
+    pub async fn commit(self) -> Result<Committed, Error> {
+        if !self.completed {
+            // A handler that commits must say what became of its job, or the job would run again.
+            return Err(Error::JobRefused {
+                job: self.lease.job,
+                reason: "a handler's transaction must complete its job before committing".into(),
+            });
+        }
+        self.tx.commit().await.db("commit")?;
+        self.lease.after_commit(self.poke_after_commit);
+        Ok(Committed { next: self.next.map(Box::new) })
+    }
+}

@@ -1,0 +1,2 @@
+-- job_get: job $1.
+SELECT * FROM job WHERE id = $1

@@ -1,0 +1,2 @@
+-- setting_list: every setting.
+SELECT key, value FROM setting ORDER BY key

@@ -1,0 +1,3 @@
+-- setting_set: setting $1 becomes $2, changed by $3.
+INSERT INTO setting (key, value, updated_by) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_by = excluded.updated_by, updated_at = now()

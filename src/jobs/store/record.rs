@@ -1,0 +1,110 @@
+//! Statements on the record-keeping tables: `run_event`, `audit`, `setting`.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgExecutor;
+
+use crate::jobs::error::{DbContext, Error};
+use crate::jobs::model::RunId;
+
+/// One row of `run_event`.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RunEvent {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub detail: serde_json::Value,
+}
+
+/// One row of `audit`.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub outcome: String,
+    pub detail: serde_json::Value,
+}
+
+/// `run_event_insert.sql`.
+pub async fn run_event_insert(
+    db: impl PgExecutor<'_>,
+    run: RunId,
+    kind: &str,
+    detail: &serde_json::Value,
+) -> Result<(), Error> {
+    sqlx::query(include_str!("../sql/run_event_insert.sql"))
+        .bind(run)
+        .bind(kind)
+        .bind(detail)
+        .execute(db)
+        .await
+        .db("run_event_insert")?;
+    Ok(())
+}
+
+/// `run_event_list.sql`.
+pub async fn run_event_list(db: impl PgExecutor<'_>, run: RunId) -> Result<Vec<RunEvent>, Error> {
+    sqlx::query_as(include_str!("../sql/run_event_list.sql")).bind(run).fetch_all(db).await.db("run_event_list")
+}
+
+/// `audit_insert.sql`: the new row's id.
+pub async fn audit_insert(
+    db: impl PgExecutor<'_>,
+    actor: &str,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    detail: &serde_json::Value,
+) -> Result<i64, Error> {
+    sqlx::query_scalar(include_str!("../sql/audit_insert.sql"))
+        .bind(actor)
+        .bind(action)
+        .bind(target)
+        .bind(outcome)
+        .bind(detail)
+        .fetch_one(db)
+        .await
+        .db("audit_insert")
+}
+
+/// `audit_list.sql`: the newest `limit` rows.
+pub async fn audit_list(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<AuditRow>, Error> {
+    sqlx::query_as(include_str!("../sql/audit_list.sql")).bind(limit).fetch_all(db).await.db("audit_list")
+}
+
+/// `setting_seed.sql`: writes the default unless the key has a value.
+pub async fn setting_seed(
+    db: impl PgExecutor<'_>,
+    key: &str,
+    value: &serde_json::Value,
+    by: &str,
+) -> Result<(), Error> {
+    sqlx::query(include_str!("../sql/setting_seed.sql"))
+        .bind(key)
+        .bind(value)
+        .bind(by)
+        .execute(db)
+        .await
+        .db("setting_seed")?;
+    Ok(())
+}
+
+/// `setting_set.sql`.
+pub async fn setting_set(db: impl PgExecutor<'_>, key: &str, value: &serde_json::Value, by: &str) -> Result<(), Error> {
+    sqlx::query(include_str!("../sql/setting_set.sql"))
+        .bind(key)
+        .bind(value)
+        .bind(by)
+        .execute(db)
+        .await
+        .db("setting_set")?;
+    Ok(())
+}
+
+/// `setting_list.sql`: (key, value) pairs.
+pub async fn setting_list(db: impl PgExecutor<'_>) -> Result<Vec<(String, serde_json::Value)>, Error> {
+    sqlx::query_as(include_str!("../sql/setting_list.sql")).fetch_all(db).await.db("setting_list")
+}

@@ -1,0 +1,178 @@
+//! The preview as a service: resolve both ends in the registry, find each node's live endpoint, gather the
+//! facts, freeze the plan at the source broker's clock, evaluate, and store the result as a **Previewed run**
+//! bound by its plan hash, valid until it expires. Nothing touches a broker beyond reads.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::gather::{gather, EndAccess, RunFacts};
+use super::plan::{Mode, Plan, QueueRef, Selection};
+use super::preview::{preview, Preview, PreviewSettings};
+use crate::broker::jolokia::BrokerManagement;
+use crate::registry::live::{live_endpoint, management};
+use crate::registry::{store, ClusterNode, Credentials, RegistryError};
+
+/// What the operator asked to preview.
+#[derive(Debug, Clone)]
+pub struct PreviewRequest {
+    /// Move or copy.
+    pub mode: Mode,
+    /// `cluster/node/queue` of the source.
+    pub source: QueueRef,
+    /// `cluster/node/queue` of the target.
+    pub target: QueueRef,
+    /// Which messages.
+    pub selection: Selection,
+    /// Who asks (stored on the run).
+    pub operator: String,
+}
+
+/// A stored preview.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoredPreview {
+    /// The Previewed run.
+    pub run_id: Uuid,
+    /// The plan, frozen at `t0`.
+    pub plan: Plan,
+    /// The hash execute must echo.
+    pub plan_hash: String,
+    /// The findings, size and notes.
+    pub preview: Preview,
+    /// After this the preview must be made again.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What can go wrong making a preview (its findings are not errors: they are the preview).
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The registry could not resolve a cluster, node or credentials.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// Postgres failed.
+    #[error("the database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+/// How long management calls of a preview may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A management client for the node's live endpoint, or — when none is live — for its first endpoint, so the
+/// preview reads and reports what that endpoint is (a backup, not active, or not answering).
+async fn node_management(node: &ClusterNode, credentials: &Credentials) -> (BrokerManagement, String) {
+    match live_endpoint(node, credentials, CALL_TIMEOUT).await {
+        Ok((mgmt, endpoint)) => (mgmt, core_host_port(&endpoint.core_url)),
+        Err(_) => {
+            let endpoint = &node.endpoints[0];
+            (management(node, endpoint, credentials, CALL_TIMEOUT), core_host_port(&endpoint.core_url))
+        }
+    }
+}
+
+/// `tcp://host:port?…` → `host:port`.
+fn core_host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['?', '/']).next().unwrap_or(rest).to_string()
+}
+
+/// Active runs on the plan's queues, from Postgres.
+async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFacts {
+    let active = |q: &QueueRef| {
+        sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning') \
+             AND source_cluster = $1 AND source_node = $2 AND source_queue = $3)",
+        )
+        .bind(q.cluster.clone())
+        .bind(q.node.clone())
+        .bind(q.queue.clone())
+        .fetch_one(pool)
+    };
+    let (s, t) = tokio::join!(active(source), active(target));
+    RunFacts { source_has_active_run: s.ok(), target_is_source_of_active_run: t.ok() }
+}
+
+/// Previews a transfer and stores it as a Previewed run.
+pub async fn preview_and_store(
+    pool: &PgPool,
+    request: &PreviewRequest,
+    settings: &PreviewSettings,
+    valid_for: Duration,
+) -> Result<StoredPreview, ServiceError> {
+    let source_cluster = store::get(pool, &request.source.cluster).await?;
+    let target_cluster = store::get(pool, &request.target.cluster).await?;
+    let source_node = source_cluster.node(&request.source.node)?;
+    let target_node = target_cluster.node(&request.target.node)?;
+    let source_credentials = Credentials::from_env(&source_cluster.credentials_ref)?;
+    let target_credentials = Credentials::from_env(&target_cluster.credentials_ref)?;
+
+    let ((source_mgmt, source_core), (target_mgmt, target_core)) = tokio::join!(
+        node_management(source_node, &source_credentials),
+        node_management(target_node, &target_credentials)
+    );
+    let mut plan = Plan {
+        mode: request.mode,
+        source: request.source.clone(),
+        target: request.target.clone(),
+        selection: request.selection.clone(),
+        t0_millis: 0,
+    };
+    let facts = gather(
+        &plan,
+        EndAccess { management: &source_mgmt, core_addr: Some(&source_core) },
+        EndAccess { management: &target_mgmt, core_addr: Some(&target_core) },
+        run_facts(pool, &request.source, &request.target).await,
+    )
+    .await;
+    let broker_clock = facts.source.node.as_ref().and_then(|n| n.broker.current_time_millis);
+    plan.t0_millis = broker_clock.unwrap_or_else(|| Utc::now().timestamp_millis());
+    let mut shown = preview(&plan, &facts, settings);
+    if broker_clock.is_none() {
+        shown.notes.push(
+            "The source broker did not report its clock (CurrentTimeMillis needs Artemis 2.40), so t0 was taken \
+             from this host's clock."
+                .into(),
+        );
+    }
+
+    let run_id = Uuid::new_v4();
+    let plan_hash = plan.hash();
+    let expires_at = Utc::now() + chrono::Duration::from_std(valid_for).unwrap_or(chrono::Duration::minutes(10));
+    sqlx::query(
+        "INSERT INTO transfer_run (id, state, started_by, mode, source_cluster, source_node, source_queue, \
+         target_cluster, target_node, target_queue, plan, plan_hash, preview, preview_expires_at) \
+         VALUES ($1, 'previewed', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    )
+    .bind(run_id)
+    .bind(&request.operator)
+    .bind(match plan.mode {
+        Mode::Move => "move",
+        Mode::Copy => "copy",
+    })
+    .bind(&plan.source.cluster)
+    .bind(&plan.source.node)
+    .bind(&plan.source.queue)
+    .bind(&plan.target.cluster)
+    .bind(&plan.target.node)
+    .bind(&plan.target.queue)
+    .bind(serde_json::to_value(&plan).expect("a plan serialises"))
+    .bind(&plan_hash)
+    .bind(serde_json::to_value(&shown).expect("a preview serialises"))
+    .bind(expires_at)
+    .execute(pool)
+    .await?;
+    Ok(StoredPreview { run_id, plan, plan_hash, preview: shown, expires_at })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::core_host_port;
+
+    #[test]
+    fn core_urls_become_socket_addresses() {
+        assert_eq!(core_host_port("tcp://127.0.0.1:61616"), "127.0.0.1:61616");
+        assert_eq!(core_host_port("tcp://h:1?sslEnabled=false"), "h:1");
+        assert_eq!(core_host_port("h:2"), "h:2");
+    }
+}

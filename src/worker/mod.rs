@@ -1,0 +1,132 @@
+//! The worker process: an apalis-core monitor hosting one worker whose backend is the claim loop
+//! ([`crate::jobs::runtime::JobBackend`]), with a concurrency limit, tasks spread over the runtime's threads,
+//! and the job [`Executor`] as its handler; plus the LISTEN task that wakes the claim loop.
+//!
+//! Shutdown (SIGTERM, SIGINT, or the future passed to [`run`]): the claim loop stops claiming, jobs in
+//! flight finish — their heartbeats keep running, since they live in the executor, not in apalis-core —
+//! and the process exits. After `shutdown_timeout` the monitor gives up on them; their leases expire and
+//! other workers take them over.
+
+pub mod shutdown;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apalis_core::monitor::Monitor;
+use apalis_core::task::data::Data;
+use apalis_core::worker::builder::WorkerBuilder;
+use apalis_core::worker::event::Event;
+use apalis_core::worker::ext::event_listener::EventListenerExt;
+use apalis_core::worker::ext::parallelize::ParallelizeExt;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+use tower::limit::ConcurrencyLimitLayer;
+
+use crate::jobs::executor::{Executed, Executor, ExecutorConfig};
+use crate::jobs::handler::Registry;
+use crate::jobs::probe::{self, Probe};
+use crate::jobs::runtime::{Capacity, ClaimConfig, Dispatched, JobBackend};
+use crate::jobs::wake::{self, Wake};
+use crate::jobs::Error as JobError;
+
+/// Everything a worker process needs besides its pool and handlers.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// How the claim loop claims (its `owner` is this worker's name).
+    pub claim: ClaimConfig,
+    /// How jobs are run.
+    pub executor: ExecutorConfig,
+    /// How long a graceful shutdown may take.
+    pub shutdown_timeout: Duration,
+}
+
+/// Why the worker stopped other than by a shutdown request.
+#[derive(Debug, thiserror::Error)]
+#[error("the worker stopped")]
+pub struct WorkerError(#[source] apalis_core::monitor::MonitorError);
+
+/// The handlers of this build: the diagnostic `probe` kind (the transfer layer adds its relay kinds).
+pub fn registry() -> Registry {
+    Registry::new().with(probe::KIND, Probe)
+}
+
+/// The pool options of a worker process running `concurrency` jobs: one connection per job in flight, one for
+/// the claim loop, one for LISTEN, one spare. Connections are not pinged before each use: that would add a
+/// round trip to every claim and every job; a connection that broke (Postgres restarted) fails its statement,
+/// which the claim loop and the executor treat as a transient error, and is then replaced.
+pub fn pool_options(concurrency: usize) -> PgPoolOptions {
+    PgPoolOptions::new().max_connections(concurrency as u32 + 3).test_before_acquire(false)
+}
+
+/// A worker name unique to this process: `<host>:<pid>:<random>` (lease owner; `admin rescue` names it).
+pub fn default_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}:{}:{}", std::process::id(), &random[..6])
+}
+
+/// Runs a worker over `pool` until `shutdown` resolves, then drains and returns.
+pub async fn run(
+    pool: PgPool,
+    registry: Registry,
+    options: WorkerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), WorkerError> {
+    let wake = Wake::new();
+    let executor = Arc::new(Executor::new(pool.clone(), registry, options.executor.clone(), wake.clone()));
+    let listener_stop = CancellationToken::new();
+    let listener = tokio::spawn(wake::listen(pool.clone(), wake.clone(), listener_stop.clone()));
+    tracing::info!(worker = %options.claim.owner, concurrency = options.concurrency, "worker started");
+
+    let factory = {
+        let (pool, wake, options) = (pool.clone(), wake.clone(), options.clone());
+        move |_restarts: usize| {
+            WorkerBuilder::new(options.claim.owner.clone())
+                .backend(JobBackend::new(
+                    pool.clone(),
+                    options.claim.clone(),
+                    wake.clone(),
+                    Capacity::new(options.concurrency),
+                ))
+                .layer(ConcurrencyLimitLayer::new(options.concurrency))
+                .parallelize(tokio::spawn)
+                .data(executor.clone())
+                .on_event(log_event)
+                .build(execute)
+        }
+    };
+    let signal = {
+        let wake = wake.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutting down: no more claims; jobs in flight finish");
+            wake.stop_accepting();
+            Ok(())
+        }
+    };
+    let result =
+        Monitor::new().register(factory).shutdown_timeout(options.shutdown_timeout).run_with_signal(signal).await;
+    listener_stop.cancel();
+    let _ = listener.await;
+    tracing::info!("worker stopped");
+    result.map_err(WorkerError)
+}
+
+/// The apalis-core handler: hands the claimed job to the executor, and its place back when done.
+async fn execute(dispatched: Dispatched, executor: Data<Arc<Executor>>) -> Result<Executed, JobError> {
+    let Dispatched { job, place } = dispatched;
+    let executed = executor.execute(job).await;
+    drop(place);
+    executed
+}
+
+fn log_event(worker: &apalis_core::worker::context::WorkerContext, event: &Event) {
+    match event {
+        Event::Error(e) => tracing::error!(worker = worker.name(), error = %e, "job failed in the executor"),
+        other => tracing::trace!(worker = worker.name(), event = ?other, "worker event"),
+    }
+}

@@ -1,0 +1,82 @@
+//! The cluster registry against the test bed: discovery from one seed node, the live endpoint of a
+//! primary/backup pair, and the Postgres rows.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use artemis_transfer::registry::discover::{discover, Seed};
+use artemis_transfer::registry::live::live_endpoint;
+use artemis_transfer::registry::{store, Cluster, Credentials, EndpointRole};
+use testbed::TestBed;
+
+fn credentials(bed: &TestBed) -> Credentials {
+    let node = &bed.nodes[0];
+    Credentials { user: node.user.clone(), password: node.password.clone().into() }
+}
+
+fn seed(jolokia_url: String) -> Seed {
+    Seed { jolokia_url, core_url: None, jolokia_by_core: BTreeMap::new() }
+}
+
+#[tokio::test]
+async fn discovers_the_east_cluster_from_one_node() {
+    let bed = TestBed::require().await;
+    let nodes =
+        discover(&seed(bed.node("east-2").jolokia_url()), &credentials(bed), Duration::from_secs(10)).await.unwrap();
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["east-1", "east-2"]);
+    for (node, tb) in nodes.iter().zip([bed.node("east-1"), bed.node("east-2")]) {
+        assert_eq!(node.endpoints.len(), 1);
+        assert_eq!(node.endpoints[0].core_url, tb.core_url());
+        assert_eq!(node.endpoints[0].jolokia_url, tb.jolokia_url());
+        assert_eq!(node.endpoints[0].role, EndpointRole::Primary);
+    }
+    assert_ne!(nodes[0].node_id, nodes[1].node_id);
+}
+
+/// A shared-store pair is one logical node with two endpoints, keyed by the NodeID they share.
+#[tokio::test]
+async fn a_primary_and_its_backup_are_one_node() {
+    let bed = TestBed::require().await;
+    let nodes =
+        discover(&seed(bed.node("west-1").jolokia_url()), &credentials(bed), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    let west = &nodes[0];
+    assert_eq!(west.name, "west-1");
+    let roles: Vec<(EndpointRole, &str)> = west.endpoints.iter().map(|e| (e.role, e.broker_name.as_str())).collect();
+    assert_eq!(roles, [(EndpointRole::Primary, "west-1"), (EndpointRole::Backup, "west-1-backup")]);
+    let (_, live) = live_endpoint(west, &credentials(bed), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(live.broker_name, "west-1", "the primary is live until it fails over");
+}
+
+/// A Jolokia URL that answers for another node is refused, in words.
+#[tokio::test]
+async fn a_wrong_jolokia_url_is_caught_by_the_node_id() {
+    let bed = TestBed::require().await;
+    let mut s = seed(bed.node("east-1").jolokia_url());
+    let east2_core = format!("127.0.0.1:{}", bed.node("east-2").core_port);
+    s.jolokia_by_core.insert(east2_core, bed.node("east-1").jolokia_url());
+    let err = discover(&s, &credentials(bed), Duration::from_secs(10)).await.unwrap_err().to_string();
+    assert!(err.contains("answers as node"), "{err}");
+}
+
+#[tokio::test]
+async fn clusters_are_stored_listed_and_removed() {
+    let bed = TestBed::require().await;
+    let url = testbed::postgres::fresh_database("registry_rows").await;
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::migrate!("./migrations").run(&pool).await.unwrap();
+    let nodes =
+        discover(&seed(bed.node("west-1").jolokia_url()), &credentials(bed), Duration::from_secs(10)).await.unwrap();
+    let cluster = Cluster { name: "west".into(), credentials_ref: "testbed".into(), nodes };
+    store::add(&pool, &cluster).await.unwrap();
+    assert_eq!(store::get(&pool, "west").await.unwrap(), cluster);
+    let again = store::add(&pool, &cluster).await.unwrap_err().to_string();
+    assert!(again.contains("already registered"), "{again}");
+    assert_eq!(store::list(&pool).await.unwrap().len(), 1);
+    assert!(store::remove(&pool, "west").await.unwrap());
+    assert!(!store::remove(&pool, "west").await.unwrap());
+    assert!(store::get(&pool, "west").await.unwrap_err().to_string().contains("no cluster named west"));
+    let leftovers: i64 = sqlx::query_scalar("SELECT count(*) FROM cluster_endpoint").fetch_one(&pool).await.unwrap();
+    assert_eq!(leftovers, 0, "endpoints go with their cluster");
+}

@@ -1,0 +1,23 @@
+//! The job engine (issue 5) against the test bed's real Postgres, fsync on. Each test works in a database of
+//! its own; tests that start worker processes or measure rates hold `support::HEAVY` so they do not fight
+//! over the machine's cores. Multi-worker outcomes are judged by the external log the probe handler appends
+//! to (`support::log`), not by the engine's own tables.
+//!
+//! - `schema`: the constraints that make bad states impossible.
+//! - `claim`: claims, slots, leases, fencing, retries and snoozes, step by step through the library.
+//! - `single_flight`: 100 runs × 100 jobs over several worker processes: single-flight, the cap, exactly once.
+//! - `pacing`: paced runs reach their rate.
+//! - `crash`: kill -9 mid-job, a zombie's late commit, backoff across a restart, graceful SIGTERM.
+//! - `restart`: Postgres restarted under load (a private cluster: the shared one is never restarted).
+//! - `admin`: each admin command on a live system, and its audit row.
+//! - `permit`: the per-node token bucket SQL function.
+
+mod admin;
+mod claim;
+mod crash;
+mod pacing;
+mod permit;
+mod restart;
+mod schema;
+mod single_flight;
+mod support;
