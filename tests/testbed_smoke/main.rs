@@ -129,3 +129,27 @@ async fn java_helper_round_trips_every_kind_of_message() {
     assert_eq!(jolokia.message_count(&queue).await.unwrap(), 0);
     jolokia.destroy_queue(&queue).await.unwrap();
 }
+
+/// A private broker with its web console answers Jolokia as the test-bed nodes do, and carries the
+/// `broker.xml` edit it was started with.
+#[tokio::test]
+async fn scratch_broker_with_web_console_answers_jolokia() {
+    use testbed::scratch::{ScratchBroker, ScratchOptions};
+    let options = ScratchOptions {
+        web: true,
+        broker_xml: vec![("<max-disk-usage>90</max-disk-usage>".into(), "<max-disk-usage>77</max-disk-usage>".into())],
+    };
+    let broker = ScratchBroker::start_with("smoke_web", options).await;
+    let url = broker.jolokia_url().expect("started with the web console");
+    let answer: Value = reqwest::Client::new()
+        .get(format!("{url}/read/org.apache.activemq.artemis:broker=%22scratch%22/MaxDiskUsage"))
+        .basic_auth(&broker.user, Some(&broker.password))
+        .header("Origin", "http://127.0.0.1")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["value"], 77, "{answer}");
+}

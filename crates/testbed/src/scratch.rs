@@ -5,7 +5,8 @@
 //! test bed's distribution, in its own folder under the test bed's `scratch/`,
 //! on a free port, started as a child of the test process. It can be paused
 //! (SIGSTOP), resumed, stopped cleanly (SIGTERM) or killed (SIGKILL); dropping
-//! it kills it and deletes its folder. Only its Core acceptor listens; it has no web console.
+//! it kills it and deletes its folder. By default only its Core acceptor listens; [`ScratchOptions`] adds
+//! the web console (Jolokia) and edits of its `broker.xml` (a disk limit, `#` settings, security).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -20,6 +21,21 @@ const PORTS: std::ops::Range<u16> = 63_100..64_900;
 /// Core port of a broker made by `artemis create` before its `--port-offset`.
 const CORE_BASE_PORT: u16 = 61_616;
 
+/// HTTP (web console) port of a broker made by `artemis create` before its `--port-offset`.
+const HTTP_BASE_PORT: u16 = 8_161;
+
+/// How to make a scratch broker.
+#[derive(Debug, Clone, Default)]
+pub struct ScratchOptions {
+    /// Start the web console, so Jolokia answers at [`ScratchBroker::jolokia_url`].
+    pub web: bool,
+    /// Text replacements applied to `etc/broker.xml` after `artemis create`, in order: `(find, replace)`.
+    /// Each `find` must occur (the start fails otherwise), and only its first occurrence is replaced. For
+    /// example `("</address-settings>", "<address-setting match=\"#\">…</address-setting></address-settings>")`
+    /// or `("<core ", …)`.
+    pub broker_xml: Vec<(String, String)>,
+}
+
 /// A running private broker; see the module doc.
 #[derive(Debug)]
 pub struct ScratchBroker {
@@ -27,17 +43,24 @@ pub struct ScratchBroker {
     child: Option<tokio::process::Child>,
     /// Its Core acceptor's port on 127.0.0.1.
     pub core_port: u16,
+    /// Its web console's port on 127.0.0.1, when started with [`ScratchOptions::web`].
+    pub http_port: Option<u16>,
     /// The one user (role `amq`, every permission).
     pub user: String,
     /// Its password.
     pub password: String,
 }
 
-fn free_port() -> u16 {
+fn is_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// A free Core port (and, with `web`, a free HTTP port at the same `--port-offset`).
+fn free_port(web: bool) -> u16 {
     let start = PORTS.start + (uuid::Uuid::new_v4().as_u128() % u128::from(PORTS.end - PORTS.start)) as u16;
     (start..PORTS.end)
         .chain(PORTS.start..start)
-        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .find(|p| is_free(*p) && (!web || is_free(HTTP_BASE_PORT + (p - CORE_BASE_PORT))))
         .expect("no free port for a scratch broker")
 }
 
@@ -45,20 +68,28 @@ impl ScratchBroker {
     /// Creates and starts a private broker and waits until its Core port accepts
     /// connections. Panics (failing the test) with the broker's output if it cannot.
     pub async fn start(label: &str) -> ScratchBroker {
+        ScratchBroker::start_with(label, ScratchOptions::default()).await
+    }
+
+    /// Like [`ScratchBroker::start`], made as `options` says.
+    pub async fn start_with(label: &str, options: ScratchOptions) -> ScratchBroker {
         let bed = TestBed::get();
         let home = bed.artemis_home();
         let name = crate::unique_name(label);
         let dir = bed.dir.join("scratch").join(&name);
         std::fs::create_dir_all(dir.parent().expect("scratch parent")).expect("scratch folder");
-        let core_port = free_port();
+        let core_port = free_port(options.web);
+        let http_port = options.web.then(|| HTTP_BASE_PORT + (core_port - CORE_BASE_PORT));
         let (user, password) = ("scratch".to_string(), "scratch-pw".to_string());
         let offset = (core_port - CORE_BASE_PORT).to_string();
+        let web_args: &[&str] = if options.web { &["--http-host", "127.0.0.1"] } else { &["--no-web"] };
         let out = tokio::process::Command::new(home.join("bin").join("artemis"))
             .arg("create")
             .arg(&dir)
             .args(["--silent", "--force", "--name", "scratch", "--host", "127.0.0.1"])
             .args(["--port-offset", &offset, "--user", &user, "--password", &password, "--role", "amq"])
-            .args(["--require-login", "--no-autotune", "--nio", "--java-memory", "512M", "--no-web"])
+            .args(["--require-login", "--no-autotune", "--nio", "--java-memory", "512M"])
+            .args(web_args)
             .args(["--no-amqp-acceptor", "--no-stomp-acceptor", "--no-mqtt-acceptor", "--no-hornetq-acceptor"])
             .env("JAVA_ARGS_APPEND", "-Xms64M")
             .env_remove("JAVA_ARGS")
@@ -72,6 +103,15 @@ impl ScratchBroker {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        let xml_path = dir.join("etc").join("broker.xml");
+        if !options.broker_xml.is_empty() {
+            let mut xml = std::fs::read_to_string(&xml_path).expect("the scratch broker.xml");
+            for (find, replace) in &options.broker_xml {
+                assert!(xml.contains(find.as_str()), "scratch broker.xml has no `{find}` to replace");
+                xml = xml.replacen(find.as_str(), replace, 1);
+            }
+            std::fs::write(&xml_path, xml).expect("the scratch broker.xml");
+        }
         let log = std::fs::File::create(dir.join("run.out")).expect("scratch log");
         let child = tokio::process::Command::new(dir.join("bin").join("artemis"))
             .arg("run")
@@ -84,7 +124,7 @@ impl ScratchBroker {
             .kill_on_drop(true)
             .spawn()
             .expect("cannot start the scratch broker");
-        let mut broker = ScratchBroker { dir, child: Some(child), core_port, user, password };
+        let mut broker = ScratchBroker { dir, child: Some(child), core_port, http_port, user, password };
         broker.wait_ready().await;
         broker
     }
@@ -92,7 +132,7 @@ impl ScratchBroker {
     async fn wait_ready(&mut self) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         loop {
-            if tokio::net::TcpStream::connect(("127.0.0.1", self.core_port)).await.is_ok() {
+            if self.answers().await {
                 return;
             }
             let exited = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
@@ -104,6 +144,33 @@ impl ScratchBroker {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// The Core port accepts connections and, with the web console, Jolokia answers a version request.
+    async fn answers(&self) -> bool {
+        if tokio::net::TcpStream::connect(("127.0.0.1", self.core_port)).await.is_err() {
+            return false;
+        }
+        let Some(url) = self.jolokia_url() else { return true };
+        let client = reqwest::Client::new();
+        let answer = client
+            .get(format!("{url}/version"))
+            .basic_auth(&self.user, Some(&self.password))
+            .header("Origin", "http://127.0.0.1")
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await;
+        matches!(answer, Ok(r) if r.status().is_success())
+    }
+
+    /// `http://127.0.0.1:<port>/console/jolokia`, when started with the web console.
+    pub fn jolokia_url(&self) -> Option<String> {
+        self.http_port.map(|p| format!("http://127.0.0.1:{p}/console/jolokia"))
+    }
+
+    /// Its instance folder (`etc/`, `data/`, `log/`).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     /// `tcp://127.0.0.1:<port>`.
