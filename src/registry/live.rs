@@ -1,12 +1,14 @@
 //! Which endpoint of a logical node is live now. Asked on every use, never assumed: after a failover the
 //! backup is the live one, and a run carries on there (SPEC §4.2 step 1: endpoints re-resolved by NodeID).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::credentials::Credentials;
 use super::store::{ClusterNode, NodeEndpoint};
 use super::RegistryError;
 use crate::broker::jolokia::{BrokerManagement, Endpoint, JolokiaClient, JolokiaError};
+use crate::broker::permits::PermitSource;
 
 /// The live endpoint of `node` and a management client for it: the first endpoint whose broker says
 /// `Active=true` with the node's NodeID.
@@ -15,9 +17,20 @@ pub async fn live_endpoint<'a>(
     credentials: &Credentials,
     timeout: Duration,
 ) -> Result<(BrokerManagement, &'a NodeEndpoint), RegistryError> {
+    live_endpoint_limited(node, credentials, timeout, None).await
+}
+
+/// Like [`live_endpoint`], with every management call — the state reads that find the live endpoint, and
+/// those of the client returned — taking `permits` first, so they count against the node's shared rate.
+pub async fn live_endpoint_limited<'a>(
+    node: &'a ClusterNode,
+    credentials: &Credentials,
+    timeout: Duration,
+    permits: Option<&Arc<dyn PermitSource>>,
+) -> Result<(BrokerManagement, &'a NodeEndpoint), RegistryError> {
     let mut seen = Vec::new();
     for endpoint in &node.endpoints {
-        let mgmt = management(node, endpoint, credentials, timeout);
+        let mgmt = limited(management(node, endpoint, credentials, timeout), permits);
         match mgmt.broker_state().await {
             Ok(state) if state.active == Some(true) && state.node_id.as_deref() == Some(node.node_id.as_str()) => {
                 return Ok((mgmt, endpoint));
@@ -55,6 +68,14 @@ pub fn management(
         timeout,
     );
     BrokerManagement::new(client, endpoint.broker_name.clone())
+}
+
+/// `mgmt` with its calls taking `permits` first (unchanged when `None`).
+pub fn limited(mgmt: BrokerManagement, permits: Option<&Arc<dyn PermitSource>>) -> BrokerManagement {
+    match permits {
+        Some(p) => BrokerManagement::new(mgmt.client().clone().with_permits(Arc::clone(p)), mgmt.broker_name()),
+        None => mgmt,
+    }
 }
 
 fn short(e: &JolokiaError) -> String {

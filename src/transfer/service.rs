@@ -2,6 +2,7 @@
 //! facts, freeze the plan at the source broker's clock, evaluate, and store the result as a **Previewed run**
 //! bound by its plan hash, valid until it expires. Nothing touches a broker beyond reads.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,7 +13,9 @@ use super::gather::{gather, EndAccess, RunFacts};
 use super::plan::{Mode, Plan, QueueRef, Selection};
 use super::preview::{preview, Preview, PreviewSettings};
 use crate::broker::jolokia::BrokerManagement;
-use crate::registry::live::{live_endpoint, management};
+use crate::broker::permits::PermitSource;
+use crate::limiter::PgPermits;
+use crate::registry::live::{limited, live_endpoint_limited, management};
 use crate::registry::{store, ClusterNode, Credentials, RegistryError};
 
 /// What the operator asked to preview.
@@ -60,13 +63,19 @@ pub enum ServiceError {
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A management client for the node's live endpoint, or — when none is live — for its first endpoint, so the
-/// preview reads and reports what that endpoint is (a backup, not active, or not answering).
-async fn node_management(node: &ClusterNode, credentials: &Credentials) -> (BrokerManagement, String) {
-    match live_endpoint(node, credentials, CALL_TIMEOUT).await {
+/// preview reads and reports what that endpoint is (a backup, not active, or not answering). Every call, the
+/// live-endpoint check included, takes the node's shared permits first.
+async fn node_management(
+    node: &ClusterNode,
+    credentials: &Credentials,
+    permits: &Arc<dyn PermitSource>,
+) -> (BrokerManagement, String) {
+    match live_endpoint_limited(node, credentials, CALL_TIMEOUT, Some(permits)).await {
         Ok((mgmt, endpoint)) => (mgmt, core_host_port(&endpoint.core_url)),
         Err(_) => {
             let endpoint = &node.endpoints[0];
-            (management(node, endpoint, credentials, CALL_TIMEOUT), core_host_port(&endpoint.core_url))
+            let mgmt = limited(management(node, endpoint, credentials, CALL_TIMEOUT), Some(permits));
+            (mgmt, core_host_port(&endpoint.core_url))
         }
     }
 }
@@ -93,7 +102,9 @@ async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFa
     RunFacts { source_has_active_run: s.ok(), target_is_source_of_active_run: t.ok() }
 }
 
-/// Previews a transfer and stores it as a Previewed run.
+/// Previews a transfer and stores it as a Previewed run. Its management calls draw on the per-node permits in
+/// `pool` (`transfer_node_permit`), like every other broker call, so the `setting` table must be seeded
+/// (`artemis-transfer migrate`).
 pub async fn preview_and_store(
     pool: &PgPool,
     request: &PreviewRequest,
@@ -107,9 +118,10 @@ pub async fn preview_and_store(
     let source_credentials = Credentials::from_env(&source_cluster.credentials_ref)?;
     let target_credentials = Credentials::from_env(&target_cluster.credentials_ref)?;
 
+    let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
     let ((source_mgmt, source_core), (target_mgmt, target_core)) = tokio::join!(
-        node_management(source_node, &source_credentials),
-        node_management(target_node, &target_credentials)
+        node_management(source_node, &source_credentials, &permits),
+        node_management(target_node, &target_credentials, &permits)
     );
     let mut plan = Plan {
         mode: request.mode,

@@ -1,6 +1,9 @@
 //! The preview against real brokers: each test creates the condition for real on the test bed, gathers the
 //! facts (one batched Jolokia request per node) and checks the finding the preview raises.
 
+mod cli;
+mod limiter;
+mod live_nodes;
 mod service;
 
 use std::time::Duration;

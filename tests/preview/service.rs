@@ -24,7 +24,9 @@ fn export_credentials(bed: &TestBed) {
 async fn registered_pool(bed: &TestBed) -> sqlx::PgPool {
     let url = testbed::postgres::fresh_database("preview_service").await;
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
-    sqlx::migrate!("./migrations").run(&pool).await.unwrap();
+    // Migrations and the settings' defaults: the preview's management calls take permits at the node rate.
+    let defaults = artemis_transfer::config::Config::from_sources(None, Vec::new()).unwrap().settings;
+    artemis_transfer::jobs::migrate(&pool, &defaults, "test").await.unwrap();
     export_credentials(bed);
     let credentials = Credentials::from_env("testbed").unwrap();
     for (cluster, seed) in [("east", "east-1"), ("west", "west-1")] {

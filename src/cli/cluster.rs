@@ -1,0 +1,192 @@
+//! `artemis-transfer cluster add|list|remove`: the cluster registry from the command line.
+//!
+//! `add` learns a cluster's nodes from one seed node (its topology names every member by NodeID, so a primary
+//! and its backup become one node), checks each member's Jolokia answers as that node, and stores them.
+//! Credentials are named, never given: the processes read them from their environment.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Subcommand;
+use sqlx::PgPool;
+
+use crate::cli::CliError;
+use crate::registry::discover::{conventional_jolokia_url, discover, Seed};
+use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
+
+/// How long one management call of discovery may take.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `cluster` options.
+#[derive(Debug, clap::Args)]
+pub struct ClusterArgs {
+    /// The action.
+    #[command(subcommand)]
+    pub command: ClusterCommand,
+}
+
+/// Registry actions.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Register a cluster: discover its nodes from one seed node and store them.
+    ///
+    /// Every member's Jolokia URL is derived from its Core port by the `artemis create` convention
+    /// (HTTP port = Core port − 61616 + 8161) unless given with --member-jolokia, and is always checked by
+    /// reading that endpoint's NodeID. The broker user and password are read from the environment variables
+    /// ARTEMIS_TRANSFER_CREDENTIALS__<REF>__USER and ARTEMIS_TRANSFER_CREDENTIALS__<REF>__PASSWORD, here and
+    /// in every process that later reaches the cluster; they are never stored.
+    Add {
+        /// The cluster's name in the registry (used in `--from cluster/node/queue`).
+        name: String,
+        /// The seed node's Core URL, e.g. tcp://broker-1:61616.
+        #[arg(long)]
+        core_url: String,
+        /// The seed node's Jolokia URL (default: derived from --core-url by the port convention).
+        #[arg(long)]
+        jolokia_url: Option<String>,
+        /// The credentials' reference <REF> (see above).
+        #[arg(long = "credentials")]
+        credentials_ref: String,
+        /// A member's Jolokia URL, for members off the port convention: `HOST:PORT=URL`, where HOST:PORT is
+        /// the member's Core address as the cluster topology names it. Repeatable.
+        #[arg(long = "member-jolokia", value_name = "HOST:PORT=URL", value_parser = parse_member)]
+        member_jolokia: Vec<(String, String)>,
+    },
+    /// List the registered clusters with their nodes and endpoints.
+    List {
+        /// Print JSON (an array of clusters) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a cluster with its nodes (previews and runs that name it keep their records).
+    Remove {
+        /// The cluster's name.
+        name: String,
+    },
+}
+
+/// Runs a registry action and prints its result.
+pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError> {
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia } => {
+            let credentials = Credentials::from_env(&credentials_ref)?;
+            let seed = seed(&core_url, jolokia_url, member_jolokia)?;
+            let nodes = discover(&seed, &credentials, DISCOVERY_TIMEOUT).await?;
+            let cluster = Cluster { name, credentials_ref, nodes };
+            store::add(pool, &cluster).await?;
+            writeln!(
+                out,
+                "Registered cluster {} with {} node(s), learnt from {} (credentials `{}`, read from the environment):",
+                cluster.name,
+                cluster.nodes.len(),
+                seed.jolokia_url,
+                cluster.credentials_ref
+            )
+            .map_err(CliError::Output)?;
+            print_nodes(&mut out, &cluster).map_err(CliError::Output)?;
+        }
+        ClusterCommand::List { json } => {
+            let clusters = store::list(pool).await?;
+            if json {
+                let text = serde_json::to_string_pretty(&clusters).unwrap_or_default();
+                writeln!(out, "{text}").map_err(CliError::Output)?;
+            } else if clusters.is_empty() {
+                writeln!(out, "No cluster is registered. Add one with `artemis-transfer cluster add`.")
+                    .map_err(CliError::Output)?;
+            } else {
+                for cluster in &clusters {
+                    writeln!(
+                        out,
+                        "{}  ({} node(s), credentials `{}`)",
+                        cluster.name,
+                        cluster.nodes.len(),
+                        cluster.credentials_ref
+                    )
+                    .map_err(CliError::Output)?;
+                    print_nodes(&mut out, cluster).map_err(CliError::Output)?;
+                }
+            }
+        }
+        ClusterCommand::Remove { name } => {
+            if !store::remove(pool, &name).await? {
+                return Err(RegistryError::NotFound(format!("no cluster named {name} is registered")).into());
+            }
+            writeln!(out, "Removed cluster {name} and its nodes.").map_err(CliError::Output)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The seed: its Jolokia URL (given, or by the convention), its Core URL, and the members' URLs. A Jolokia URL
+/// given for the seed also applies to the member whose Core address is the seed's.
+fn seed(core_url: &str, jolokia_url: Option<String>, members: Vec<(String, String)>) -> Result<Seed, RegistryError> {
+    let core = core_host_port(core_url);
+    let mut jolokia_by_core: BTreeMap<String, String> = members.into_iter().collect();
+    let jolokia_url = match jolokia_url {
+        Some(url) => {
+            jolokia_by_core.entry(core.clone()).or_insert_with(|| url.clone());
+            url
+        }
+        None => conventional_jolokia_url(&core).ok_or_else(|| {
+            RegistryError::Discovery(format!(
+                "cannot derive a Jolokia URL from the Core URL {core_url}: give it with --jolokia-url"
+            ))
+        })?,
+    };
+    Ok(Seed { jolokia_url, core_url: Some(core_url.to_string()), jolokia_by_core })
+}
+
+/// `tcp://host:port?…` → `host:port`.
+fn core_host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['?', '/']).next().unwrap_or(rest).to_string()
+}
+
+fn parse_member(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((core, url)) if core.contains(':') && !url.is_empty() => Ok((core.to_string(), url.to_string())),
+        _ => Err(format!("{s:?} is not HOST:PORT=URL (a member's Core address, `=`, its Jolokia URL)")),
+    }
+}
+
+fn print_nodes(out: &mut impl Write, cluster: &Cluster) -> std::io::Result<()> {
+    for node in &cluster.nodes {
+        writeln!(out, "  node {}  (NodeID {})", node.name, node.node_id)?;
+        for e in &node.endpoints {
+            let role = match e.role {
+                EndpointRole::Primary => "primary",
+                EndpointRole::Backup => "backup ",
+            };
+            writeln!(out, "    {role}  broker {:<16}  {}  {}", e.broker_name, e.core_url, e.jolokia_url)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seed_url_applies_to_the_seed_member() {
+        let s = seed("tcp://h:62616", Some("http://proxy:1/console/jolokia".into()), vec![]).unwrap();
+        assert_eq!(s.jolokia_url, "http://proxy:1/console/jolokia");
+        assert_eq!(s.jolokia_by_core.get("h:62616").map(String::as_str), Some("http://proxy:1/console/jolokia"));
+        assert_eq!(s.core_url.as_deref(), Some("tcp://h:62616"));
+
+        let s = seed("tcp://h:62616?ssl=false", None, vec![("h:62716".into(), "http://x/j".into())]).unwrap();
+        assert_eq!(s.jolokia_url, "http://h:9161/console/jolokia");
+        assert_eq!(s.jolokia_by_core.len(), 1, "a derived seed URL needs no entry: the convention gives it again");
+        assert!(seed("tcp://h:80", None, vec![]).is_err());
+    }
+
+    #[test]
+    fn member_urls_parse() {
+        assert_eq!(parse_member("h:1=http://h:2/j"), Ok(("h:1".into(), "http://h:2/j".into())));
+        assert!(parse_member("h=http://x").is_err());
+        assert!(parse_member("h:1=").is_err());
+    }
+}
