@@ -1,7 +1,11 @@
-//! The command line (clap derive): `migrate`, `worker`, `admin …`. Parses, loads the configuration, connects,
+//! The command line (clap derive): `migrate`, `worker`, `cluster`, `preview`, `execute`, `stop`, `resume`,
+//! `return`, `runs`, `watch`, `admin …`. Parses, loads the configuration, connects,
 //! and hands over to the library; errors come back typed and `main` prints their whole chain once.
 
 pub mod admin;
+pub mod cluster;
+pub mod preview;
+pub mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,6 +52,23 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Admin commands over the job queue (each one audited).
     Admin(admin::AdminArgs),
+    /// The cluster registry: add (discover from a seed node), list, remove.
+    Cluster(cluster::ClusterArgs),
+    /// Preview a move or copy: every finding in words, stored as a Previewed run for `execute`.
+    Preview(preview::PreviewArgs),
+    /// Execute a Previewed run (echo its plan hash, acknowledge its findings, type the source queue's name).
+    Execute(run::ExecuteArgs),
+    /// Stop a run: the batch in flight finishes first.
+    Stop(run::RunActionArgs),
+    /// Resume a stopped, interrupted or failed run from where it stopped.
+    Resume(run::RunActionArgs),
+    /// Return what a stopped, interrupted or failed move holds in staging to the source queue.
+    Return(run::RunActionArgs),
+    /// List runs, or show one.
+    #[command(subcommand)]
+    Runs(run::RunsCommand),
+    /// Follow a run with a progress bar until it ends, then print its summary.
+    Watch(run::WatchArgs),
 }
 
 /// `worker` options.
@@ -80,6 +101,18 @@ pub enum CliError {
     /// Writing the output.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
+    /// The cluster registry.
+    #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
+    /// Making a preview.
+    #[error(transparent)]
+    Preview(#[from] crate::transfer::service::ServiceError),
+    /// Reading runs.
+    #[error("the database: {0}")]
+    Db(#[source] sqlx::Error),
+    /// The relay's spool directory.
+    #[error(transparent)]
+    Spool(#[from] crate::transfer::relay::spool::SpoolError),
 }
 
 /// Sets up logging to stderr.
@@ -122,13 +155,31 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 executor: config.executor(),
                 shutdown_timeout: Duration::from_secs(config.worker.shutdown_timeout_secs),
             };
-            worker::run(pool, worker::registry(), options, worker::shutdown::terminate_signal()).await?;
+            let registry = worker::transfer_registry(&pool, crate::transfer::relay::RelayConfig::default())
+?;
+            worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin(args) => {
             let pool = connect(&config, 2).await?;
             admin::run(&pool, args).await
         }
+        Command::Cluster(args) => {
+            let pool = connect(&config, 2).await?;
+            cluster::run(&pool, args).await
+        }
+        Command::Preview(args) => {
+            let pool = connect(&config, 2).await?;
+            preview::run(&pool, args).await
+        }
+        Command::Execute(args) => run::execute(&connect(&config, 2).await?, args, config.retry.max_attempts).await,
+        Command::Stop(args) => run::stop(&connect(&config, 2).await?, args).await,
+        Command::Resume(args) => run::resume(&connect(&config, 2).await?, args, config.retry.max_attempts).await,
+        Command::Return(args) => {
+            run::return_to_source(&connect(&config, 2).await?, args, config.retry.max_attempts).await
+        }
+        Command::Runs(command) => run::runs(&connect(&config, 2).await?, command).await,
+        Command::Watch(args) => run::watch(&connect(&config, 2).await?, args).await,
     }
 }
 

@@ -105,7 +105,10 @@ impl Executor {
         if claimed.reclaimed {
             tracing::warn!(reason = ?job.last_error, "took over a job whose lease expired");
         }
-        if claimed.stop_requested {
+        let handler = self.registry.get(&job.kind).cloned();
+        // A handler that settles its run's loose ends on a stop (a move's in-doubt batch, SPEC §7 I6) is called
+        // and returns Stop itself; any other run stops here without running its job.
+        if claimed.stop_requested && !handler.as_ref().is_some_and(|h| h.settles_on_stop()) {
             return (self.end(&lease, stop_end("stop requested".into())).await, None);
         }
         if job.attempt > job.max_attempts {
@@ -116,7 +119,7 @@ impl Executor {
             );
             return (self.end(&lease, interrupted_end(error)).await, None);
         }
-        let Some(handler) = self.registry.get(&job.kind).cloned() else {
+        let Some(handler) = handler else {
             let error = format!("this worker has no handler for job kind {:?}", job.kind);
             return (self.end(&lease, failed_end(error)).await, None);
         };
@@ -126,6 +129,8 @@ impl Executor {
             lease: lease.clone(),
             cancel: CancellationToken::new(),
             pool: self.pool.clone(),
+            stop_requested: claimed.stop_requested,
+            reclaimed: claimed.reclaimed,
         };
         let outcome = tokio::select! {
             // The handler first: when it finished in the same instant the lease went (its own commit ended

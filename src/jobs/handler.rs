@@ -58,6 +58,11 @@ pub struct JobContext {
     pub cancel: CancellationToken,
     /// For reads outside the fenced transaction.
     pub pool: PgPool,
+    /// The run was asked to stop before this claim (only a handler that [`Handler::settles_on_stop`] sees
+    /// this true: it settles what it must and returns [`Outcome::Stop`]).
+    pub stop_requested: bool,
+    /// This claim took the job over from a worker whose lease expired (it may have died mid-job).
+    pub reclaimed: bool,
 }
 
 /// The future a handler returns.
@@ -68,6 +73,12 @@ pub trait Handler: Send + Sync + 'static {
     /// Does the job's work. An `Err` is treated as [`Outcome::Retry`] unless it is
     /// [`Error::LeaseLost`], which ends the attempt without another write.
     fn handle<'a>(&'a self, ctx: &'a JobContext) -> HandlerFuture<'a>;
+
+    /// True when a claim of a stopped run must still reach this handler, because the run has loose ends
+    /// only it can settle before stopping (default: false, the executor stops the run without the handler).
+    fn settles_on_stop(&self) -> bool {
+        false
+    }
 }
 
 /// The handlers of a worker, by job kind.

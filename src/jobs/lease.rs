@@ -294,6 +294,24 @@ impl FencedTx {
         record::run_event_insert(&mut *self.tx, self.lease.run, "ended", &detail).await
     }
 
+    /// Whether the run was asked to stop, as of this transaction's lock (it cannot change before commit).
+    pub fn stop_requested(&self) -> bool {
+        self.stop_requested
+    }
+
+    /// Commits the handler's writes **without** completing the job: the lease stays held and the job running.
+    /// For a step that must be durable before the handler's next broker call (a refill's recorded intent, a
+    /// batch's in-doubt ids). Fenced like every write here: nothing is written if the lease was lost.
+    pub async fn commit_progress(self) -> Result<(), Error> {
+        if self.completed {
+            return Err(Error::JobRefused {
+                job: self.lease.job,
+                reason: "a progress commit must not complete the job; use commit".into(),
+            });
+        }
+        self.tx.commit().await.db("commit")
+    }
+
     /// Commits everything; an error means nothing of it happened.
     pub async fn commit(self) -> Result<Committed, Error> {
         if !self.completed {

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 use super::plan::{Plan, QueueRef, Selection};
 use crate::broker::jolokia::{
-    AddressSettings, AgentError, AgentErrorKind, BrokerManagement, BrokerState, ObjectName, QueueState, Request,
+    AddressSettings, AgentError, AgentErrorKind, BrokerManagement, BrokerState, JolokiaError, ObjectName, QueueState,
+    Request,
     RoutingType,
 };
 
@@ -169,4 +170,11 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
         node.core_acceptor = target_core;
     }
     facts
+}
+
+/// The facts of one end alone, in one batched request: what a relay batch re-checks about its target before
+/// sending (SPEC §4.2 step 1). `Err` when the node did not answer the batch at all.
+pub async fn end_facts(management: &BrokerManagement, queue: &QueueRef) -> Result<EndFacts, JolokiaError> {
+    let results = management.batch(&end_requests(management, queue, None)).await?;
+    Ok(end_answer(&results, false).end)
 }

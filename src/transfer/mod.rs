@@ -1,12 +1,17 @@
-//! The transfer domain: plans, the facts a preview reads, and the preview itself (a pure function).
+//! The transfer domain: plans, the facts a preview reads, the preview itself (a pure function), the operator's
+//! actions on a run, the move's staging and relay, and what the target receives.
 //!
-//! Later: run states, the relay batch, the outbound message, the dead message queue (SPEC §4–§7).
+//! Later: copy and the dead message queue (SPEC §4.4, §5).
 
+pub mod actions;
 pub mod facts;
 pub mod gather;
+pub mod outbound;
 pub mod plan;
 pub mod preview;
+pub mod relay;
 pub mod service;
+pub mod staging;
 
 pub use facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 pub use plan::{Mode, Plan, QueueRef, Selection};

@@ -30,6 +30,9 @@ use crate::jobs::probe::{self, Probe};
 use crate::jobs::runtime::{Capacity, ClaimConfig, Dispatched, JobBackend};
 use crate::jobs::wake::{self, Wake};
 use crate::jobs::Error as JobError;
+use crate::broker::permits::PermitSource;
+use crate::limiter::PgPermits;
+use crate::transfer::relay::{self, spool::SpoolError, MoveHandler, RelayConfig};
 
 /// Everything a worker process needs besides its pool and handlers.
 #[derive(Debug, Clone)]
@@ -49,9 +52,16 @@ pub struct WorkerOptions {
 #[error("the worker stopped")]
 pub struct WorkerError(#[source] apalis_core::monitor::MonitorError);
 
-/// The handlers of this build: the diagnostic `probe` kind (the transfer layer adds its relay kinds).
+/// The engine's own handlers: the diagnostic `probe` kind only (the engine's tests and benchmarks).
 pub fn registry() -> Registry {
     Registry::new().with(probe::KIND, Probe)
+}
+
+/// Every handler of this build: `probe` and the transfer kinds, whose management calls draw from the per-node
+/// permits in `pool`. Makes (or empties) the relay's spool directory.
+pub fn transfer_registry(pool: &PgPool, relay: RelayConfig) -> Result<Registry, SpoolError> {
+    let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
+    Ok(registry().with(relay::KIND, MoveHandler::new(relay, Some(permits))?))
 }
 
 /// The pool options of a worker process running `concurrency` jobs: one connection per job in flight, one for

@@ -82,6 +82,11 @@ impl JolokiaClient {
         &self.endpoint.node
     }
 
+    /// The management user it logs in as (staging checks that user's broker roles).
+    pub fn user(&self) -> &str {
+        &self.endpoint.user
+    }
+
     async fn post(&self, body: &Value, cost: u32) -> Result<Value, JolokiaError> {
         let node = || self.endpoint.node.clone();
         if let Some(permits) = &self.permits {

@@ -332,11 +332,30 @@ pub struct QueueConfig {
     pub max_consumers: i64,
     /// Create the address too when it does not exist.
     pub auto_create_address: bool,
+    /// The last-value key. `""` is explicit "none": a queue with any non-empty key is a last-value queue even
+    /// when `last_value` is false, and a key left out is taken from the address's `default-last-value-key`.
+    /// (JSON `null` is no way out: the broker reads it as the key `"null"`.)
+    pub last_value_key: String,
+    /// Milliseconds to wait for `consumers_before_dispatch` (-1: no wait).
+    pub delay_before_dispatch: i64,
+    /// Message groups: -1 unbounded groups (Artemis's own default), 0 grouping off, n buckets.
+    pub group_buckets: i64,
+    /// Rebalance groups when a consumer is added.
+    pub group_rebalance: bool,
+    /// Pause dispatch while rebalancing groups.
+    pub group_rebalance_pause_dispatch: bool,
+    /// A temporary queue (gone when its connection closes).
+    pub temporary: bool,
+    /// An internal queue (hidden from the console).
+    pub internal: bool,
 }
 
 impl QueueConfig {
-    /// A plain durable anycast queue on an address of the same name: no filter, no purge, not last-value,
-    /// not a ring, destructive, not exclusive, enabled, never auto-deleted.
+    /// A plain durable anycast queue on an address of the same name: no filter, no purge, not last-value (no
+    /// key either), not a ring, destructive, not exclusive, enabled, never auto-deleted, no dispatch delay,
+    /// Artemis's default message grouping. Every field the broker would otherwise take from the address
+    /// settings' `default-*` values is given (`QueueConfigurationUtils.applyDynamicDefaults@2.40.0`), except
+    /// `group-first-key`, which JSON cannot set to "none".
     pub fn plain_anycast(name: &str) -> QueueConfig {
         QueueConfig {
             name: name.to_string(),
@@ -354,6 +373,13 @@ impl QueueConfig {
             consumers_before_dispatch: 0,
             max_consumers: -1,
             auto_create_address: true,
+            last_value_key: String::new(),
+            delay_before_dispatch: -1,
+            group_buckets: -1,
+            group_rebalance: false,
+            group_rebalance_pause_dispatch: false,
+            temporary: false,
+            internal: false,
         }
     }
 }
@@ -511,8 +537,13 @@ impl BrokerManagement {
     }
 
     /// `moveMessages(flushLimit, filter, otherQueue, rejectDuplicates, messageCount)` on the source queue: the
-    /// broker moves up to `count` matching messages to `target` on the same broker (each in its own
-    /// transaction; messages in delivery are skipped). Returns how many left the source.
+    /// broker moves up to `count` matching messages (`count` ≤ 0: all) to `target` on the same broker, each in its
+    /// own transaction; returns how many left the source. Seen live (docs/broker-notes.md, "Staging"): messages in
+    /// delivery are skipped, the count is exact, each copy has a new id, `_AMQ_ORIG_*` and no expiration, and the
+    /// order within a priority is kept. **Matching scheduled messages are moved too, and a counted move takes every
+    /// matching scheduled message out of the scheduler but moves only up to the count: the rest are stranded** (out
+    /// of every count and listing until a restart) — never give a count when scheduled messages may match. An
+    /// answer that is not a count is an error, never "0 moved".
     pub async fn move_messages(
         &self,
         source: &ObjectName,
@@ -536,11 +567,12 @@ impl BrokerManagement {
                 ],
             ))
             .await?;
-        Ok(v.as_i64().unwrap_or(0))
+        self.count_answer("moveMessages", &v)
     }
 
-    /// `moveMessage(id, otherQueue)`: moves one message by its broker id; false when it is not in memory on the
-    /// queue (scheduled, paged, in delivery, or gone).
+    /// `moveMessage(id, otherQueue)`: moves one message by its broker id; false when it is not in the queue's
+    /// memory: in delivery, scheduled, in a page the queue has not read back (it reads pages up to its
+    /// `max-read-page-*` limits), or gone. An answer that is not a boolean is an error.
     pub async fn move_message(&self, source: &ObjectName, message_id: i64, target: &str) -> Result<bool, JolokiaError> {
         let v = self
             .client
@@ -550,11 +582,12 @@ impl BrokerManagement {
                 vec![json!(message_id), json!(target)],
             ))
             .await?;
-        Ok(v.as_bool().unwrap_or(false))
+        v.as_bool().ok_or_else(|| self.bad_answer("moveMessage", "a boolean", &v))
     }
 
-    /// `countMessages(filter)`. With a non-empty filter the broker scans at most `managementBrowsePageSize`
-    /// messages, so the count is a lower bound on a deeper queue.
+    /// `countMessages(filter)`. Without a filter it is `MessageCount` (in delivery, scheduled and paged included).
+    /// With a filter the broker browses the queue: messages in delivery and scheduled ones are not counted, and at
+    /// most `managementBrowsePageSize` messages are scanned, so the count is a lower bound on a deeper queue.
     pub async fn count_messages(&self, queue: &ObjectName, filter: Option<&str>) -> Result<i64, JolokiaError> {
         let v = self
             .client
@@ -564,7 +597,147 @@ impl BrokerManagement {
                 vec![json!(filter.unwrap_or(""))],
             ))
             .await?;
-        Ok(v.as_i64().unwrap_or(0))
+        self.count_answer("countMessages", &v)
+    }
+
+    /// `countDeliveringMessages(filter)`: messages matching `filter` that are in delivery to a consumer (sent, not
+    /// yet acknowledged). Unlike [`Self::count_messages`] it checks every delivering message: no scan limit.
+    pub async fn count_delivering_messages(
+        &self,
+        queue: &ObjectName,
+        filter: Option<&str>,
+    ) -> Result<i64, JolokiaError> {
+        let v = self
+            .client
+            .request(&Request::exec(
+                queue.clone(),
+                "countDeliveringMessages(java.lang.String)",
+                vec![json!(filter.unwrap_or(""))],
+            ))
+            .await?;
+        self.count_answer("countDeliveringMessages", &v)
+    }
+
+    /// `listScheduledMessagesAsJSON()`: every message of the queue waiting for its scheduled delivery time, as
+    /// message maps (`messageID`, `timestamp`, properties such as `_AMQ_SCHED_DELIVERY`). No filter, no scan
+    /// limit.
+    pub async fn list_scheduled_messages(&self, queue: &ObjectName) -> Result<Vec<Value>, JolokiaError> {
+        let v = self.client.request(&Request::exec(queue.clone(), "listScheduledMessagesAsJSON()", vec![])).await?;
+        self.list_answer("listScheduledMessagesAsJSON", &v)
+    }
+
+    /// `listDeliveringMessagesAsJSON()`: the messages in delivery, per consumer
+    /// (`[{"consumerName": …, "elements": [message map, …]}]`), flattened to the message maps.
+    pub async fn list_delivering_messages(&self, queue: &ObjectName) -> Result<Vec<Value>, JolokiaError> {
+        let v = self.client.request(&Request::exec(queue.clone(), "listDeliveringMessagesAsJSON()", vec![])).await?;
+        let per_consumer = self.list_answer("listDeliveringMessagesAsJSON", &v)?;
+        Ok(per_consumer
+            .into_iter()
+            .flat_map(|c| match c.get("elements") {
+                Some(Value::Array(items)) => items.clone(),
+                _ => Vec::new(),
+            })
+            .collect())
+    }
+
+    /// Creates a queue unless one of that name exists (`createQueue(json, ignoreIfExists=true)`). The answer is
+    /// the configuration **as asked** with the address's `default-*` values filled into the fields left out —
+    /// for an existing queue too, so it says nothing about that queue: read its attributes instead.
+    pub async fn create_queue_if_absent(&self, config: &QueueConfig) -> Result<Value, JolokiaError> {
+        let config_json = serde_json::to_string(config).expect("a queue configuration serialises");
+        let v = self
+            .client
+            .request(&Request::exec(
+                self.broker_mbean(),
+                "createQueue(java.lang.String,boolean)",
+                vec![json!(config_json), json!(true)],
+            ))
+            .await?;
+        parse_json_string(self.client.node(), &v)
+    }
+
+    /// Destroys a queue and its messages. `remove_consumers` false makes the broker refuse while a consumer is
+    /// attached (AMQ229025); `auto_delete_address` removes the address too when it was auto-created and nothing
+    /// else is bound to it.
+    pub async fn destroy_queue_with(
+        &self,
+        queue: &str,
+        remove_consumers: bool,
+        auto_delete_address: bool,
+    ) -> Result<(), JolokiaError> {
+        self.client
+            .request(&Request::exec(
+                self.broker_mbean(),
+                "destroyQueue(java.lang.String,boolean,boolean)",
+                vec![json!(queue), json!(remove_consumers), json!(auto_delete_address)],
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// `deleteAddress(name, force)`: without `force` the broker refuses while queues are bound (AMQ229205); an
+    /// address that does not exist is AMQ229203.
+    pub async fn delete_address(&self, address: &str, force: bool) -> Result<(), JolokiaError> {
+        self.client
+            .request(&Request::exec(
+                self.broker_mbean(),
+                "deleteAddress(java.lang.String,boolean)",
+                vec![json!(address), json!(force)],
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// `getRolesAsJSON(address)`: the roles of the one most specific `security-setting` matching `address`, each
+    /// with its permission flags (`send`, `consume`, `createDurableQueue`, …). Roles, not users.
+    pub async fn roles_for_address(&self, address: &str) -> Result<Vec<Value>, JolokiaError> {
+        let v = self
+            .client
+            .request(&Request::exec(self.broker_mbean(), "getRolesAsJSON(java.lang.String)", vec![json!(address)]))
+            .await?;
+        self.list_answer("getRolesAsJSON", &v)
+    }
+
+    /// The roles of `user` (`listUser`), as the broker's properties login module knows them. An error when the
+    /// broker authenticates some other way (LDAP, certificates, a guest module).
+    pub async fn user_roles(&self, user: &str) -> Result<Vec<String>, JolokiaError> {
+        let v = self
+            .client
+            .request(&Request::exec(self.broker_mbean(), "listUser(java.lang.String)", vec![json!(user)]))
+            .await?;
+        let users = self.list_answer("listUser", &v)?;
+        let found = users.iter().find(|u| u["username"].as_str() == Some(user));
+        match found.map(|u| &u["roles"]) {
+            Some(Value::Array(roles)) => Ok(roles.iter().filter_map(|r| r.as_str().map(str::to_string)).collect()),
+            _ => Err(self.bad_answer("listUser", &format!("the roles of user {user}"), &v)),
+        }
+    }
+
+    /// A count the broker answered: a non-negative integer, or a [`JolokiaError::BadAnswer`] — never a silent 0,
+    /// which callers read as "nothing (left)".
+    fn count_answer(&self, operation: &str, v: &Value) -> Result<i64, JolokiaError> {
+        v.as_i64().filter(|n| *n >= 0).ok_or_else(|| self.bad_answer(operation, "a count", v))
+    }
+
+    /// A JSON array, possibly inside a string.
+    fn list_answer(&self, operation: &str, v: &Value) -> Result<Vec<Value>, JolokiaError> {
+        match parse_json_string(self.client.node(), v)? {
+            Value::Array(items) => Ok(items),
+            other => Err(self.bad_answer(operation, "a list", &other)),
+        }
+    }
+
+    fn bad_answer(&self, operation: &str, expected: &str, v: &Value) -> JolokiaError {
+        let mut answer = v.to_string();
+        if answer.len() > 200 {
+            let cut = answer.char_indices().nth(200).map_or(answer.len(), |(i, _)| i);
+            answer.truncate(cut);
+            answer.push('…');
+        }
+        JolokiaError::BadAnswer {
+            node: self.client.node().into(),
+            reason: format!("{operation} answered {answer}, which is not {expected}"),
+        }
     }
 
     /// `listMessagesAsJSON(filter)`: message maps (at most `managementBrowsePageSize` scanned).
@@ -647,6 +820,27 @@ mod tests {
         assert_eq!(v["purge-on-no-consumers"], false);
         assert_eq!(v["ring-size"], -1);
         assert!(v.get("filter-string").is_none());
+    }
+
+    #[test]
+    fn answers_that_are_not_counts_are_errors_never_zero() {
+        let endpoint = super::super::Endpoint {
+            node: "n".into(),
+            url: "http://127.0.0.1:9/console/jolokia".into(),
+            user: "u".into(),
+            password: String::new().into(),
+            origin: None,
+        };
+        let mgmt = BrokerManagement::new(JolokiaClient::new(endpoint, std::time::Duration::from_secs(1)), "b");
+        assert_eq!(mgmt.count_answer("moveMessages", &json!(7)).unwrap(), 7);
+        assert_eq!(mgmt.count_answer("moveMessages", &json!(0)).unwrap(), 0);
+        for bad in [json!(null), json!("3"), json!(-1), json!(1.5), json!({"value": 3})] {
+            let e = mgmt.count_answer("moveMessages", &bad).unwrap_err();
+            assert!(matches!(e, JolokiaError::BadAnswer { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains("moveMessages answered"), "{e}");
+        }
+        assert!(mgmt.list_answer("x", &json!("[1,2]")).is_ok_and(|l| l.len() == 2));
+        assert!(mgmt.list_answer("x", &json!("{}")).is_err());
     }
 
     #[test]

@@ -1,0 +1,378 @@
+//! `execute`, `stop`, `resume`, `return`, `runs list|show` and `watch`: what an operator does to a run and how
+//! they follow it. The checks and the audit are in [`crate::transfer::actions`]; this module parses and prints.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::CliError;
+use crate::jobs::runs;
+use crate::jobs::{RunId, RunState};
+use crate::transfer::actions::{self, ActionError, Confirmation};
+use crate::transfer::relay::state::Counters;
+
+/// `execute` options.
+#[derive(Debug, clap::Args)]
+pub struct ExecuteArgs {
+    /// The Previewed run (its id, as `preview` printed it).
+    pub run: Uuid,
+    /// The plan hash `preview` printed.
+    #[arg(long)]
+    pub plan_hash: String,
+    /// The source queue's name, typed to arm a move (or a run over the safety cap, or of unknown size).
+    #[arg(long)]
+    pub confirm: Option<String>,
+    /// A needs-acknowledgement code of the preview (repeat for each).
+    #[arg(long = "ack", value_name = "CODE")]
+    pub acks: Vec<String>,
+    /// Run although the selection is over the safety cap or of unknown size.
+    #[arg(long)]
+    pub override_cap: bool,
+    /// Who executes it (recorded on the run and in the audit).
+    #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
+    pub operator: String,
+    /// Follow the run with the progress bar until it ends.
+    #[arg(long)]
+    pub watch: bool,
+}
+
+/// `stop`, `resume`, `return` options.
+#[derive(Debug, clap::Args)]
+pub struct RunActionArgs {
+    /// The run.
+    pub run: Uuid,
+    /// Why (for `stop`; recorded on the run).
+    #[arg(long, default_value = "operator request")]
+    pub reason: String,
+    /// The source queue's name, typed to confirm a return (it says first what a return does).
+    #[arg(long)]
+    pub confirm: Option<String>,
+    /// Who does it.
+    #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
+    pub operator: String,
+}
+
+/// `runs` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunsCommand {
+    /// The newest runs.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run: plan, state, counters, events.
+    Show {
+        /// The run.
+        run: Uuid,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `watch` options.
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// The run.
+    pub run: Uuid,
+    /// Seconds between refreshes.
+    #[arg(long, default_value_t = 1.0)]
+    pub every: f64,
+}
+
+fn refused(e: ActionError) -> Result<ExitCode, CliError> {
+    eprintln!("refused: {e}");
+    Ok(ExitCode::from(2))
+}
+
+/// `execute`.
+pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+    let confirm = Confirmation {
+        plan_hash: args.plan_hash,
+        acknowledged: args.acks,
+        typed_queue: args.confirm,
+        override_cap: args.override_cap,
+    };
+    match actions::execute(pool, args.run, &confirm, &args.operator, max_attempts).await {
+        Ok(_) => {
+            let position = runs::queue_position(pool, RunId(args.run)).await?;
+            match position {
+                Some(p) => println!("run {} is queued (place {p}): every concurrent-runs slot is taken", args.run),
+                None => println!("run {} started", args.run),
+            }
+            if args.watch {
+                return watch(pool, WatchArgs { run: args.run, every: 1.0 }).await;
+            }
+            println!("follow it with: artemis-transfer watch {}", args.run);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => refused(e),
+    }
+}
+
+/// `stop`.
+pub async fn stop(pool: &PgPool, args: RunActionArgs) -> Result<ExitCode, CliError> {
+    match actions::stop(pool, args.run, &args.reason, &args.operator).await {
+        Ok(runs::StopRequest::Stopped) => println!("run {} stopped", args.run),
+        Ok(runs::StopRequest::Requested) => {
+            println!("run {}: stop requested; the batch in flight finishes first", args.run)
+        }
+        Ok(runs::StopRequest::AlreadyEnded(state)) => println!("run {} had already ended: {state}", args.run),
+        Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `resume`.
+pub async fn resume(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+    match actions::resume(pool, args.run, &args.operator, max_attempts).await {
+        Ok(_) => println!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run),
+        Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `return`: says what a return does, and needs the source queue's name typed.
+pub async fn return_to_source(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+    let row = runs::get(pool, RunId(args.run)).await?;
+    let source: Option<String> = sqlx::query_scalar("SELECT source_queue FROM transfer_run WHERE id = $1")
+        .bind(args.run)
+        .fetch_one(pool)
+        .await
+        .map_err(CliError::Db)?;
+    let source = source.unwrap_or_default();
+    if args.confirm.as_deref() != Some(source.as_str()) {
+        eprintln!("{}", actions::RETURN_WARNING);
+        eprintln!(
+            "run {} is {}; to return what it holds in staging, type the source queue's name: --confirm {source}",
+            args.run, row.state
+        );
+        return Ok(ExitCode::from(2));
+    }
+    match actions::return_to_source(pool, args.run, &args.operator, max_attempts).await {
+        Ok(_) => println!("run {} is returning; follow it with: artemis-transfer watch {}", args.run, args.run),
+        Err(e) => return refused(e),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(sqlx::FromRow, serde::Serialize)]
+struct RunLine {
+    id: Uuid,
+    state: String,
+    mode: Option<String>,
+    source_cluster: Option<String>,
+    source_node: Option<String>,
+    source_queue: Option<String>,
+    target_cluster: Option<String>,
+    target_node: Option<String>,
+    target_queue: Option<String>,
+    counters: serde_json::Value,
+    stop_reason: Option<String>,
+    last_error: Option<String>,
+    started_by: Option<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    ended_at: Option<DateTime<Utc>>,
+    staging_queue: Option<String>,
+}
+
+const RUN_COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queue, target_cluster, target_node, \
+     target_queue, counters, stop_reason, last_error, started_by, created_at, updated_at, ended_at, staging_queue";
+
+fn end(c: &Option<String>, n: &Option<String>, q: &Option<String>) -> String {
+    format!("{}/{}/{}", c.as_deref().unwrap_or("?"), n.as_deref().unwrap_or("?"), q.as_deref().unwrap_or("?"))
+}
+
+async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunLine, CliError> {
+    sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM transfer_run WHERE id = $1"))
+        .bind(run)
+        .fetch_one(pool)
+        .await
+        .map_err(CliError::Db)
+}
+
+/// `runs list|show`.
+pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliError> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        RunsCommand::List { limit, json } => {
+            let lines: Vec<RunLine> =
+                sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM transfer_run ORDER BY created_at DESC LIMIT $1"))
+                    .bind(limit)
+                    .fetch_all(pool)
+                    .await
+                    .map_err(CliError::Db)?;
+            if json {
+                serde_json::to_writer_pretty(&mut out, &lines).map_err(|e| CliError::Output(e.into()))?;
+                writeln!(out).map_err(CliError::Output)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            writeln!(out, "{:<36}  {:<11}  {:<4}  {:>15}  FROM → TO", "RUN", "STATE", "MODE", "DELIVERED")
+                .map_err(CliError::Output)?;
+            for l in lines {
+                let c: Counters = serde_json::from_value(l.counters.clone()).unwrap_or_default();
+                let of = c.selected.map_or("?".to_string(), |s| s.to_string());
+                writeln!(
+                    out,
+                    "{:<36}  {:<11}  {:<4}  {:>15}  {} → {}",
+                    l.id,
+                    l.state,
+                    l.mode.as_deref().unwrap_or("-"),
+                    format!("{}/{of}", c.delivered),
+                    end(&l.source_cluster, &l.source_node, &l.source_queue),
+                    end(&l.target_cluster, &l.target_node, &l.target_queue),
+                )
+                .map_err(CliError::Output)?;
+            }
+        }
+        RunsCommand::Show { run, json } => {
+            let line = run_line(pool, run).await?;
+            let events = runs::events(pool, RunId(run)).await?;
+            if json {
+                let v = serde_json::json!({ "run": line, "events": events });
+                serde_json::to_writer_pretty(&mut out, &v).map_err(|e| CliError::Output(e.into()))?;
+                writeln!(out).map_err(CliError::Output)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let c: Counters = serde_json::from_value(line.counters.clone()).unwrap_or_default();
+            writeln!(out, "run        {}", line.id).map_err(CliError::Output)?;
+            writeln!(out, "state      {}", line.state).map_err(CliError::Output)?;
+            writeln!(out, "mode       {}", line.mode.as_deref().unwrap_or("-")).map_err(CliError::Output)?;
+            writeln!(out, "from       {}", end(&line.source_cluster, &line.source_node, &line.source_queue))
+                .map_err(CliError::Output)?;
+            writeln!(out, "to         {}", end(&line.target_cluster, &line.target_node, &line.target_queue))
+                .map_err(CliError::Output)?;
+            writeln!(out, "started by {}", line.started_by.as_deref().unwrap_or("-")).map_err(CliError::Output)?;
+            if let Some(s) = &line.staging_queue {
+                writeln!(out, "staging    {s}").map_err(CliError::Output)?;
+            }
+            writeln!(out, "{}", summary(&c)).map_err(CliError::Output)?;
+            if let Some(r) = &line.stop_reason {
+                writeln!(out, "stopped    {r}").map_err(CliError::Output)?;
+            }
+            if let Some(e) = &line.last_error {
+                writeln!(out, "error      {e}").map_err(CliError::Output)?;
+            }
+            writeln!(out, "events:").map_err(CliError::Output)?;
+            for e in events {
+                writeln!(out, "  {}  {:<22} {}", e.at.format("%H:%M:%S%.3f"), e.kind, e.detail)
+                    .map_err(CliError::Output)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The counters in words.
+pub fn summary(c: &Counters) -> String {
+    let selected = c.selected.map_or("unknown until the end".to_string(), |s| s.to_string());
+    let mut words = format!(
+        "selected   {selected}\ndelivered  {} ({} bytes, {} batches)\nnot taken  {} (in delivery {}, scheduled {}, gone {})\n\
+         dead-lettered {}\nreturned   {}",
+        c.delivered,
+        c.delivered_bytes,
+        c.batches,
+        c.not_taken(),
+        c.not_taken_in_delivery,
+        c.not_taken_scheduled,
+        c.not_taken_gone,
+        c.dead_lettered,
+        c.returned
+    );
+    if c.already_on_target > 0 || c.one_by_one_batches > 0 {
+        words.push_str(&format!(
+            "\nre-sent    {} batches one by one; {} messages were already on the target",
+            c.one_by_one_batches, c.already_on_target
+        ));
+    }
+    if c.original_id_missing > 0 {
+        words.push_str(&format!(
+            "\nnote       {} delivered messages carry no _studio_orig_message_id: the broker dropped \
+             _AMQ_ORIG_MESSAGE_ID from their staging copy (paged large messages)",
+            c.original_id_missing
+        ));
+    }
+    words
+}
+
+/// One line of progress: `[#####.....] delivered/selected · held in staging · rate · ETA · state`.
+fn progress_line(state: &str, c: &Counters, rate: f64) -> String {
+    const WIDTH: usize = 30;
+    let held = (c.staged - c.delivered - c.dead_lettered - c.returned).max(0);
+    let (bar, of, eta) = match c.selected {
+        Some(total) if total > 0 => {
+            let done = (c.delivered + c.dead_lettered).min(total);
+            let filled = (done as usize * WIDTH) / total as usize;
+            let eta = if rate > 0.0 { format!("{:.0} s", (total - done) as f64 / rate) } else { "-".into() };
+            ("#".repeat(filled) + &".".repeat(WIDTH - filled), total.to_string(), eta)
+        }
+        _ => (".".repeat(WIDTH), "?".into(), "-".into()),
+    };
+    format!(
+        "[{bar}] {}/{of} delivered · {held} held in staging · {rate:.0} msg/s · ETA {eta} · {state}",
+        c.delivered + c.dead_lettered
+    )
+}
+
+/// `watch`: a progress bar refreshed until the run ends, then the run's summary.
+pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError> {
+    let every = Duration::from_secs_f64(args.every.max(0.1));
+    let mut last: Option<(Instant, i64)> = None;
+    let mut rate = 0.0f64;
+    let mut err = std::io::stderr().lock();
+    loop {
+        let line = run_line(pool, args.run).await?;
+        let c: Counters = serde_json::from_value(line.counters.clone()).unwrap_or_default();
+        let now = Instant::now();
+        if let Some((at, delivered)) = last {
+            let dt = now.duration_since(at).as_secs_f64();
+            if dt > 0.0 {
+                let instant = (c.delivered - delivered) as f64 / dt;
+                rate = if rate == 0.0 { instant } else { 0.7 * rate + 0.3 * instant };
+            }
+        }
+        last = Some((now, c.delivered));
+        let mut state = line.state.clone();
+        if state == "queued" {
+            if let Ok(Some(p)) = runs::queue_position(pool, RunId(args.run)).await {
+                state = format!("queued, place {p}");
+            }
+        }
+        write!(err, "\r{}\x1b[K", progress_line(&state, &c, rate)).map_err(CliError::Output)?;
+        err.flush().map_err(CliError::Output)?;
+        let ended = line.state.parse::<RunState>().map(|s| s.is_ended() && s != RunState::Previewed).unwrap_or(true);
+        if ended {
+            writeln!(err).map_err(CliError::Output)?;
+            drop(err);
+            runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
+            let ok = matches!(line.state.as_str(), "succeeded" | "partial" | "returned");
+            return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(3) });
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_shows_the_pipeline() {
+        let c = Counters { selected: Some(1000), staged: 600, delivered: 500, ..Counters::default() };
+        let line = progress_line("running", &c, 100.0);
+        assert!(line.starts_with("[###############...............] 500/1000 delivered"), "{line}");
+        assert!(line.contains("100 held in staging"), "{line}");
+        assert!(line.contains("ETA 5 s"), "{line}");
+        let unknown = progress_line("running", &Counters::default(), 0.0);
+        assert!(unknown.contains("0/? delivered") && unknown.contains("ETA -"), "{unknown}");
+    }
+}

@@ -1,0 +1,688 @@
+//! One relay batch of a move (SPEC §4.2), and the run's first job that prepares staging (§4.1).
+//!
+//! The order of a batch is what makes it exactly-once; every step names what a crash right after it leaves
+//! behind, and how the next claim settles it:
+//!
+//! | step | durable before the next step | a crash right after it |
+//! |---|---|---|
+//! | 0 reconcile | in-doubt ids gone from staging counted delivered (with step 3's write) | repeated: broker truth again |
+//! | 1 guard | nothing | nothing happened |
+//! | refill | its intent, fenced, before the broker's move; its result after | intent pending: ids re-checked against staging |
+//! | 2 receive | large bodies spooled as they arrive | the broker gives the batch back to staging (connection closed) |
+//! | 3 in-doubt | the batch's staging ids, fenced | messages back in staging; re-sent, duplicates dropped by the target |
+//! | 4 target commit | the target holds the batch | re-sent from staging; the target's duplicate cache drops them |
+//! | 5 source commit | staging no longer holds the batch | reconcile finds them gone: delivered |
+//! | 6 fenced commit | counters, in-doubt cleared, next job | — |
+//!
+//! The duplicate id of each message is `studio:<run>:<staging message id>` (docs/adr/0005): stable across
+//! every re-send of the same staged message, so the target keeps each one once.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use artemis_core::protocol::message::CoreMessage;
+use artemis_core::{ConsumerOptions, Delivery, SessionOptions};
+use chrono::Utc;
+use serde_json::json;
+
+use super::ends::NodeAccess;
+use super::guard::{check_target, BatchSize, TargetCheck};
+use super::spool::{Spool, SpoolFile};
+use super::state::{self, MoveRun, RefillIntent};
+use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use crate::broker::jolokia::{ObjectName, QueueConfig, RoutingType};
+use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::settings::{self, Settings};
+use crate::transfer::gather::end_facts;
+use crate::transfer::outbound::{outbound_headers, Origin, OutboundTarget};
+use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::staging::{self, StagingSpec};
+
+/// How long a batch waits before looking again when staging's messages are still held by a consumer that
+/// has gone (the broker gives them back when that connection's TTL runs out).
+const HELD_ELSEWHERE_RETRY: Duration = Duration::from_secs(2);
+
+/// A received staging message and, for a large one, its spooled body.
+pub(crate) struct Received {
+    pub(crate) delivery: Delivery,
+    spooled: Option<(SpoolFile, u64)>,
+}
+
+impl Received {
+    fn body_len(&self) -> u64 {
+        match &self.spooled {
+            Some((_, len)) => *len,
+            None => self.delivery.message().body.len() as u64,
+        }
+    }
+}
+
+async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
+    let mut conn = ctx.pool.acquire().await?;
+    Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
+}
+
+async fn load_settings(ctx: &JobContext) -> Result<Settings, RelayError> {
+    settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("reading the settings", e))
+}
+
+fn stop_outcome(run: &MoveRun) -> Outcome {
+    Outcome::Stop { reason: run.stop_reason.clone().unwrap_or_else(|| "stop requested".into()) }
+}
+
+/// The source queue's MBean name.
+pub(crate) fn source_queue_mbean(source: &NodeAccess, run: &MoveRun) -> ObjectName {
+    source.mgmt.queue_mbean(run.plan.source.address(), RoutingType::Anycast, &run.plan.source.queue)
+}
+
+/// The run's first job: creates the target queue when the preview said the run would, makes staging fully
+/// explicit and verifies it (§4.1), then hands over to the first relay batch.
+pub async fn prepare(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+    let run = load(ctx).await?;
+    if ctx.stop_requested {
+        return Ok(stop_outcome(&run));
+    }
+    let settings = load_settings(ctx).await?;
+    if run.plan.mode != Mode::Move {
+        return Err(RelayError::Refused(format!("run {} is a copy; a move job cannot run it", run.id)));
+    }
+    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    if run.create_target {
+        let target = NodeAccess::resolve(&ctx.pool, &run.plan.target, h.permits()).await?;
+        create_target_queue(&target, &run).await?;
+    }
+    let spec = StagingSpec { name: staging::staging_queue_name(run.id), batch_size: settings.batch_size };
+    staging::prepare(&source.mgmt, &spec).await?;
+    // What management cannot show (non-destructive) is checked over Core, with the relay's own credentials:
+    // the broker's security settings apply to Core, not to management calls.
+    let conn = source.connect(std::time::Duration::from_secs(30)).await?;
+    match conn.queue_query(&spec.name).await {
+        Ok(Some(info)) => staging::check_core_view(&info, &spec)?,
+        Ok(None) => {
+            return Err(RelayError::Transient(format!("the staging queue {} is not visible over Core yet", spec.name)))
+        }
+        Err(e) if e.is_not_authorized() => {
+            return Err(staging::StagingError::refused_over_core(&spec.name, &e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let _ = conn.close().await;
+
+    let mut tx = ctx.lease.begin().await?;
+    state::set_staging(tx.conn(), run.id, &spec.name).await?;
+    let mut relay = run.relay.clone();
+    relay.prepared = true;
+    let mut counters = run.counters.clone();
+    if counters.selected.is_none() {
+        counters.selected = match &run.plan.selection {
+            Selection::Ids(ids) => Some(ids.len() as i64),
+            Selection::All => run.selection_size,
+            Selection::Filter(_) => run.selection_size,
+        };
+    }
+    state::save(tx.conn(), run.id, &relay, &counters).await?;
+    state::event(tx.conn(), run.id, "staging_prepared", json!({ "queue": spec.name, "node": source.label })).await?;
+    tx.complete_and_enqueue(&Phase::Relay.job()).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// Creates the target queue the preview said the run would create (durable, anycast, no filter): never left
+/// to auto-create, because a send to a missing queue is dropped silently.
+async fn create_target_queue(target: &NodeAccess, run: &MoveRun) -> Result<(), RelayError> {
+    let queue = &run.plan.target;
+    let mut config = QueueConfig::plain_anycast(&queue.queue);
+    config.address = queue.address().to_string();
+    match target.mgmt.create_queue(&config).await {
+        Ok(_) => Ok(()),
+        // A resumed run, or a queue someone made since the preview: the batch guard checks what it is.
+        Err(e) if e.to_string().contains("AMQ229019") || e.to_string().to_lowercase().contains("already exists") => {
+            Ok(())
+        }
+        Err(e) => Err(RelayError::transient(&format!("creating the target queue {}", queue.display()), e)),
+    }
+}
+
+/// One relay batch (SPEC §4.2 steps 0–6). See the module doc for the order and why.
+pub async fn relay(
+    h: &MoveHandler,
+    ctx: &JobContext,
+    config: &RelayConfig,
+    spool: &Spool,
+) -> Result<Outcome, RelayError> {
+    let started = Utc::now();
+    let settings = load_settings(ctx).await?;
+    let mut run = load(ctx).await?;
+    let Some(staging_queue) = run.staging_queue.clone() else {
+        return Err(RelayError::Refused(format!("run {} has no staging queue: it was never prepared", run.id)));
+    };
+    let batch_size = settings.batch_size.max(1);
+
+    // 1. Guard: both ends re-resolved by NodeID (a failover moves the run to the new live node); the target
+    // re-checked in one batched request.
+    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let target = NodeAccess::resolve(&ctx.pool, &run.plan.target, h.permits()).await?;
+    let average = if run.counters.delivered > 0 { run.counters.delivered_bytes / run.counters.delivered } else { 1024 };
+    let estimate = BatchSize {
+        messages: i64::from(batch_size),
+        bytes: (average.max(1) * i64::from(batch_size)).min(settings.batch_bytes as i64),
+    };
+    let facts = end_facts(&target.mgmt, &run.plan.target).await?;
+    match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
+        TargetCheck::Go => {}
+        TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
+        TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
+        TargetCheck::Wait(words) if !ctx.stop_requested => return wait_for_room(ctx, &mut run, &settings, words).await,
+        TargetCheck::Wait(_) => {}
+    }
+
+    let source_conn = source.connect(config.connection_ttl).await?;
+    let session = source_conn.create_session(SessionOptions::transacted()).await?;
+
+    // 0. Reconcile the previous attempt from broker truth.
+    let mut reconciled = 0i64;
+    let mut still_in_doubt: Vec<i64> = Vec::new();
+    if !run.relay.in_doubt.is_empty() || run.relay.refill.is_some() {
+        let staging_mbean = staging_mbean(&source, &staging_queue);
+        let listed = source.mgmt.list_messages(&staging_mbean, None).await?;
+        let present: HashSet<i64> = listed.iter().filter_map(|m| m["messageID"].as_i64()).collect();
+        let held = staging_depth(&source_conn, &staging_queue).await?;
+        let missing: Vec<i64> = run.relay.in_doubt.iter().copied().filter(|id| !present.contains(id)).collect();
+        if !missing.is_empty() && held > present.len() as i64 {
+            // Some of staging is still in delivery to a consumer that is gone (a dead or stalled worker): "not in
+            // staging" cannot yet be read as "delivered".
+            return Ok(Outcome::Snooze {
+                until: Utc::now() + chrono::Duration::from_std(HELD_ELSEWHERE_RETRY).unwrap_or_default(),
+                reason: format!(
+                    "staging {staging_queue} holds {held} messages but only {} are visible: the rest are still in \
+                     delivery to a previous worker's consumer, which the broker gives back when its connection ends",
+                    present.len()
+                ),
+            });
+        }
+        reconciled = missing.len() as i64;
+        still_in_doubt = run.relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
+        if let Some(intent) = run.relay.refill.take() {
+            settle_refill_intent(&source, &mut run, &staging_queue, &intent, &listed, id_chunk(&settings)).await?;
+        }
+    }
+
+    if ctx.stop_requested && still_in_doubt.is_empty() {
+        // Nothing left to settle: record what the reconcile learnt and stop.
+        let mut tx = ctx.lease.begin().await?;
+        run.counters.delivered += reconciled;
+        run.relay.in_doubt.clear();
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.commit_progress().await?;
+        return Ok(stop_outcome(&run));
+    }
+
+    // Refill staging while it holds fewer than 2 × batch (never when only settling before a stop).
+    let held = staging_depth(&source_conn, &staging_queue).await?;
+    let own = run.counters.staged - run.counters.delivered - reconciled - run.counters.dead_lettered;
+    let depth = held.max(own);
+    if !ctx.stop_requested && !run.relay.exhausted && depth < 2 * i64::from(batch_size) {
+        let count = (2 * i64::from(batch_size) - depth) as u32;
+        refill(ctx, &source, &mut run, &staging_queue, count, id_chunk(&settings)).await?;
+    }
+
+    // 2. Receive up to a batch from staging, spooling large bodies as they arrive.
+    spool.check_free(settings.batch_bytes)?;
+    let mut consumer = match session.create_consumer(&staging_queue, ConsumerOptions::default()).await {
+        Ok(c) => c,
+        Err(e) if e.is_not_authorized() => {
+            return Err(staging::StagingError::refused_over_core(&staging_queue, &e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    session.start().await?;
+    let limits = Limits { messages: batch_size as usize, bytes: settings.batch_bytes };
+    let (received, bytes) = receive_batch(&mut consumer, spool, config, limits, None).await?;
+
+    if received.is_empty() {
+        return nothing_received(ctx, &mut run, &source_conn, &staging_queue, reconciled, still_in_doubt).await;
+    }
+    fault::reach("receive");
+
+    // 3. Record the batch's staging ids as in doubt, fenced, before anything is sent.
+    let batch_ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
+    {
+        let mut doubt: Vec<i64> = still_in_doubt.clone();
+        doubt.extend(batch_ids.iter().copied().filter(|id| !still_in_doubt.contains(id)));
+        run.relay.in_doubt = doubt;
+        run.counters.delivered += reconciled;
+        reconciled = 0;
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.commit_progress().await?;
+    }
+    fault::reach("in-doubt");
+
+    // 4. Send to the target FQQN in one transaction, each with its duplicate id and trace.
+    let target_conn = target.connect(config.connection_ttl).await?;
+    let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
+    let routing = facts
+        .queue
+        .state()
+        .and_then(|q| q.routing_type)
+        .map(core_routing)
+        .unwrap_or(artemis_core::admin::RoutingType::Anycast);
+    let out_target = OutboundTarget {
+        address: run.plan.target.address().to_string(),
+        queue: run.plan.target.queue.clone(),
+        routing,
+    };
+    let origin = Origin {
+        run: run.id,
+        cluster: run.plan.source.cluster.clone(),
+        node: run.plan.source.node.clone(),
+        queue: run.plan.source.queue.clone(),
+    };
+    let (prepared, missing_original) = outbound_batch(&received, &out_target, &origin);
+    let (already, one_by_one) = match send_batch(&target_session, &received, &prepared).await {
+        Ok(sent) => sent,
+        Err(SendFailure::Full(e)) => {
+            drop(consumer);
+            let _ = session.rollback().await;
+            if !e.one_by_one {
+                // The target transaction was rolled back whole: the batch is not in doubt any more.
+                run.relay.in_doubt = still_in_doubt;
+            }
+            return wait_for_room(ctx, &mut run, &settings, format!("the target refused a send: {}", e.error)).await;
+        }
+        Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
+    };
+    fault::reach("target-commit");
+
+    // 5. Acknowledge the batch from staging and commit the source.
+    for r in &received {
+        consumer.ack(&r.delivery).await?;
+    }
+    session.commit().await?;
+    fault::reach("source-commit");
+
+    // 6. One fenced transaction: counters, in-doubt cleared, this job completed, the next one enqueued.
+    let n = received.len() as i64;
+    let ids: HashSet<i64> = batch_ids.iter().copied().collect();
+    run.relay.in_doubt = still_in_doubt.into_iter().filter(|id| !ids.contains(id)).collect();
+    run.relay.waiting_since = None;
+    run.counters.delivered += n + reconciled;
+    run.counters.delivered_bytes += bytes as i64;
+    run.counters.batches += 1;
+    run.counters.original_id_missing += missing_original;
+    run.counters.already_on_target += already;
+    if one_by_one {
+        run.counters.one_by_one_batches += 1;
+    }
+    let remaining = staging_depth(&source_conn, &staging_queue).await?;
+    let next = if run.relay.exhausted && remaining == 0 && run.relay.in_doubt.is_empty() {
+        Phase::Finish.job()
+    } else {
+        // Pacing: this batch's share of a second at `messages per second`, from when it started.
+        let share = n as f64 / settings.messages_per_second.max(0.001);
+        Phase::Relay.job().run_at(started + chrono::Duration::milliseconds((share * 1000.0) as i64))
+    };
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::set_active_state(tx.conn(), run.id, "running").await?;
+    if one_by_one {
+        state::event(tx.conn(), run.id, "one_by_one", json!({ "batch": n, "already_on_target": already })).await?;
+    }
+    tx.complete_and_enqueue(&next).await?;
+    let committed = tx.commit().await?;
+    fault::reach("pg-commit");
+
+    let _ = consumer.close().await;
+    let _ = session.close().await;
+    let _ = target_session.close().await;
+    let _ = source_conn.close().await;
+    let _ = target_conn.close().await;
+    if ctx.stop_requested {
+        // The in-doubt batch is settled; the stop request ends the run at the next claim.
+        tracing::info!(run = %run.id, "settled the in-doubt batch before stopping");
+    }
+    Ok(Outcome::Committed(committed))
+}
+
+/// How much one batch may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Messages.
+    pub messages: usize,
+    /// Body bytes (the batch ends after the message that reaches it).
+    pub bytes: u64,
+}
+
+/// Receives up to `limits` from `consumer`, spooling each large body to disk as it arrives. With `only`, the
+/// messages whose staging id is not in it are received but left out (they go back to staging when the
+/// session ends without acknowledging them), and receiving stops once all of `only` arrived.
+pub(crate) async fn receive_batch(
+    consumer: &mut artemis_core::Consumer,
+    spool: &Spool,
+    config: &RelayConfig,
+    limits: Limits,
+    only: Option<&HashSet<i64>>,
+) -> Result<(Vec<Received>, u64), RelayError> {
+    let mut received: Vec<Received> = Vec::new();
+    let mut bytes = 0u64;
+    let mut file = spool.file().await?;
+    while received.len() < limits.messages && bytes < limits.bytes {
+        if only.is_some_and(|ids| received.len() == ids.len()) {
+            break;
+        }
+        let wait = if received.is_empty() { config.first_receive } else { config.next_receive };
+        let Some(delivery) = consumer.recv_streaming(wait, file.writer()).await? else { break };
+        let spooled = if delivery.body_streamed() {
+            let len = file.finish().await.map_err(|e| RelayError::transient("spooling a large body", e))?;
+            let full = std::mem::replace(&mut file, spool.file().await?);
+            Some((full, len))
+        } else {
+            None
+        };
+        if only.is_some_and(|ids| !ids.contains(&delivery.message_id())) {
+            continue;
+        }
+        let item = Received { delivery, spooled };
+        bytes += item.body_len();
+        received.push(item);
+    }
+    Ok((received, bytes))
+}
+
+/// The outbound headers of a received batch, and how many lacked their original source id.
+pub(crate) fn outbound_batch(
+    received: &[Received],
+    target: &OutboundTarget,
+    origin: &Origin,
+) -> (Vec<artemis_core::protocol::message::MessageHeaders>, i64) {
+    let mut missing_original = 0i64;
+    let prepared = received
+        .iter()
+        .map(|r| {
+            let out =
+                outbound_headers(&r.delivery.message().headers, r.delivery.message_id(), Mode::Move, target, origin);
+            if out.original_message_id.is_none() {
+                missing_original += 1;
+            }
+            out.headers
+        })
+        .collect();
+    (prepared, missing_original)
+}
+
+/// The target refused room.
+pub(crate) struct Full {
+    /// The broker's error.
+    pub error: artemis_core::Error,
+    /// Whether it came in one-by-one mode (some messages may be committed on the target).
+    pub one_by_one: bool,
+}
+
+/// Why a batch could not be committed on the target.
+pub(crate) enum SendFailure {
+    /// The address is full: wait for room.
+    Full(Full),
+    /// Anything else.
+    Other(artemis_core::Error),
+}
+
+/// Sends a batch to the target in one transaction and commits it. Artemis rejects a whole transaction that
+/// holds one duplicate: then the batch goes again one message per transaction, each duplicate being a message
+/// the target already has. Returns (messages already on the target, whether it went one by one).
+pub(crate) async fn send_batch(
+    target_session: &artemis_core::Session,
+    received: &[Received],
+    prepared: &[artemis_core::protocol::message::MessageHeaders],
+) -> Result<(i64, bool), SendFailure> {
+    let producer = target_session.producer(None);
+    let all = async {
+        for (r, headers) in received.iter().zip(prepared) {
+            send_one(&producer, r, headers).await?;
+        }
+        target_session.commit().await
+    };
+    match all.await {
+        Ok(()) => return Ok((0, false)),
+        Err(e) if e.is_duplicate_id() => {
+            let _ = target_session.rollback().await;
+        }
+        Err(e) if e.is_address_full() => {
+            let _ = target_session.rollback().await;
+            return Err(SendFailure::Full(Full { error: e, one_by_one: false }));
+        }
+        Err(e) => return Err(SendFailure::Other(e)),
+    }
+    let mut already = 0i64;
+    for (r, headers) in received.iter().zip(prepared) {
+        let single = async {
+            send_one(&producer, r, headers).await?;
+            target_session.commit().await
+        };
+        match single.await {
+            Ok(()) => {}
+            Err(e) if e.is_duplicate_id() => {
+                let _ = target_session.rollback().await;
+                already += 1;
+            }
+            Err(e) if e.is_address_full() => {
+                let _ = target_session.rollback().await;
+                return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
+            }
+            Err(e) => return Err(SendFailure::Other(e)),
+        }
+    }
+    Ok((already, true))
+}
+
+/// Sends one received message: from memory, or streamed from its spool file.
+async fn send_one(
+    producer: &artemis_core::Producer,
+    r: &Received,
+    headers: &artemis_core::protocol::message::MessageHeaders,
+) -> Result<(), artemis_core::Error> {
+    match &r.spooled {
+        Some((file, _)) => {
+            let reader = file.reader().await.map_err(|e| artemis_core::Error::BodyIo(std::sync::Arc::new(e)))?;
+            producer.send_large_from(headers, reader).await
+        }
+        None => {
+            let message = CoreMessage { headers: headers.clone(), body: r.delivery.message().body.clone() };
+            producer.send(&message).await
+        }
+    }
+}
+
+fn core_routing(r: RoutingType) -> artemis_core::admin::RoutingType {
+    match r {
+        RoutingType::Anycast => artemis_core::admin::RoutingType::Anycast,
+        RoutingType::Multicast => artemis_core::admin::RoutingType::Multicast,
+    }
+}
+
+pub(crate) fn staging_mbean(source: &NodeAccess, staging_queue: &str) -> ObjectName {
+    source.mgmt.queue_mbean(staging_queue, RoutingType::Anycast, staging_queue)
+}
+
+/// Messages staging holds, those in delivery included (a Core queue query: no management permit).
+pub(crate) async fn staging_depth(conn: &artemis_core::Connection, staging_queue: &str) -> Result<i64, RelayError> {
+    match conn.queue_query(staging_queue).await? {
+        Some(info) => Ok(info.message_count),
+        None => Err(RelayError::Refused(format!(
+            "the staging queue {staging_queue} is gone from the source broker: whatever it held is no longer \
+             traceable by this run (was it deleted by hand?)"
+        ))),
+    }
+}
+
+/// The broker's move of more of the selection into staging, its intent recorded (fenced) before the call and
+/// its result after.
+async fn refill(
+    ctx: &JobContext,
+    source: &NodeAccess,
+    run: &mut MoveRun,
+    staging_queue: &str,
+    count: u32,
+    chunk: usize,
+) -> Result<(), RelayError> {
+    let ids_range = match &run.plan.selection {
+        Selection::Ids(ids) => {
+            let from = run.relay.ids_next.min(ids.len());
+            Some((from, (from + count as usize).min(ids.len())))
+        }
+        _ => None,
+    };
+    run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+
+    let source_mbean = source_queue_mbean(source, run);
+    match (&run.plan.selection, ids_range) {
+        (Selection::Ids(ids), Some((from, to))) => {
+            let moved = refill_ids_chunked(source, &source_mbean, staging_queue, &ids[from..to], chunk).await?;
+            fault::reach("refill");
+            run.counters.staged += moved.moved.len() as i64;
+            run.relay.not_moved.extend(moved.not_moved.iter().copied());
+            run.relay.ids_next = to;
+            run.relay.exhausted = to >= ids.len();
+        }
+        _ => {
+            let filter = run.plan.effective_filter().unwrap_or_default();
+            let moved = staging::refill_by_filter(&source.mgmt, &source_mbean, staging_queue, &filter, count).await?;
+            fault::reach("refill");
+            run.counters.staged += moved as i64;
+            // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
+            // consumer or scheduled is counted as not taken at the finish).
+            run.relay.exhausted = moved == 0;
+        }
+    }
+    run.relay.refill = None;
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+    Ok(())
+}
+
+/// How many ids one batched management request moves: a batch costs one permit per id, and the per-node
+/// bucket never holds more than a second's worth, so half of that keeps room for the other calls.
+fn id_chunk(settings: &Settings) -> usize {
+    ((settings.node_calls_per_second / 2.0).floor() as usize).clamp(1, 50)
+}
+
+/// The broker's move of `ids`, in batched requests of at most `chunk` ids.
+async fn refill_ids_chunked(
+    source: &NodeAccess,
+    source_mbean: &ObjectName,
+    staging_queue: &str,
+    ids: &[i64],
+    chunk: usize,
+) -> Result<staging::IdsMoved, RelayError> {
+    let mut all = staging::IdsMoved::default();
+    for part in ids.chunks(chunk.max(1)) {
+        let moved = staging::refill_by_ids(&source.mgmt, source_mbean, staging_queue, part).await?;
+        all.moved.extend(moved.moved);
+        all.not_moved.extend(moved.not_moved);
+    }
+    Ok(all)
+}
+
+/// A refill whose result was never recorded (a crash between the broker's move and the write). For a filter
+/// nothing needs settling: the next refill asks the broker again. For an id selection, the ids of its range
+/// already in staging (by their `_AMQ_ORIG_MESSAGE_ID`) were moved; the others are handed to the broker again,
+/// so each id ends up counted once, as staged or as not moved.
+async fn settle_refill_intent(
+    source: &NodeAccess,
+    run: &mut MoveRun,
+    staging_queue: &str,
+    intent: &RefillIntent,
+    listed: &[serde_json::Value],
+    chunk: usize,
+) -> Result<(), RelayError> {
+    let (Selection::Ids(ids), Some((from, to))) = (&run.plan.selection, intent.ids) else {
+        return Ok(());
+    };
+    let in_staging: HashSet<i64> = listed
+        .iter()
+        .filter_map(|m| m[artemis_core::protocol::properties::names::ORIGINAL_MESSAGE_ID].as_i64())
+        .collect();
+    let range = &ids[from.min(ids.len())..to.min(ids.len())];
+    let (already, rest): (Vec<i64>, Vec<i64>) = range.iter().partition(|id| in_staging.contains(id));
+    let mut staged = already.len() as i64;
+    let mut not_moved = Vec::new();
+    if !rest.is_empty() {
+        let source_mbean = source_queue_mbean(source, run);
+        let moved = refill_ids_chunked(source, &source_mbean, staging_queue, &rest, chunk).await?;
+        staged += moved.moved.len() as i64;
+        not_moved = moved.not_moved;
+    }
+    run.counters.staged += staged;
+    run.relay.not_moved.extend(not_moved);
+    run.relay.ids_next = to;
+    run.relay.exhausted = to >= ids.len();
+    Ok(())
+}
+
+/// A receive that got nothing: either staging's messages are held by a consumer that is gone (wait), or the
+/// run has relayed everything (finish), or the selection still has more to refill (next batch).
+async fn nothing_received(
+    ctx: &JobContext,
+    run: &mut MoveRun,
+    source_conn: &artemis_core::Connection,
+    staging_queue: &str,
+    reconciled: i64,
+    still_in_doubt: Vec<i64>,
+) -> Result<Outcome, RelayError> {
+    let held = staging_depth(source_conn, staging_queue).await?;
+    if held > 0 || !still_in_doubt.is_empty() {
+        return Ok(Outcome::Snooze {
+            until: Utc::now() + chrono::Duration::from_std(HELD_ELSEWHERE_RETRY).unwrap_or_default(),
+            reason: format!(
+                "staging {staging_queue} holds {held} messages none of which could be received: they are in delivery \
+                 to a previous worker's consumer, which the broker gives back when its connection ends"
+            ),
+        });
+    }
+    run.counters.delivered += reconciled;
+    run.relay.in_doubt.clear();
+    let next = if run.relay.exhausted { Phase::Finish.job() } else { Phase::Relay.job() };
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.complete_and_enqueue(&next).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// The target has no room: wait (Waiting, backoff 1 s → 30 s) until `capacity wait` runs out, then stop saying
+/// why. A stop request is honoured while waiting (the job is pending, so the stop takes effect at once).
+async fn wait_for_room(
+    ctx: &JobContext,
+    run: &mut MoveRun,
+    settings: &Settings,
+    why: String,
+) -> Result<Outcome, RelayError> {
+    let now = Utc::now();
+    let since = *run.relay.waiting_since.get_or_insert(now);
+    let waited = now - since;
+    let limit = chrono::Duration::seconds(settings.capacity_wait_secs as i64);
+    let mut tx = ctx.lease.begin().await?;
+    if waited >= limit {
+        run.relay.waiting_since = None;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.commit_progress().await?;
+        return Ok(Outcome::Stop {
+            reason: format!(
+                "the target had no room for {} s (capacity wait {} s): {why}",
+                waited.num_seconds(),
+                settings.capacity_wait_secs
+            ),
+        });
+    }
+    let first = waited.is_zero();
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::set_active_state(tx.conn(), run.id, "waiting").await?;
+    if first {
+        state::event(tx.conn(), run.id, "waiting_for_room", json!({ "why": why })).await?;
+    }
+    tx.commit_progress().await?;
+    let delay = waited.num_milliseconds().clamp(1_000, 30_000);
+    let until = (now + chrono::Duration::milliseconds(delay)).min(since + limit);
+    Ok(Outcome::Snooze { until, reason: why })
+}

@@ -1,0 +1,271 @@
+//! The end of a move: the finish (SPEC §4.3) and the return to source (§4.5).
+//!
+//! Both ignore a stop request: the finish only removes an empty staging queue and ends the run, and a return
+//! is itself what an operator asked for after a stop.
+
+use std::collections::HashSet;
+
+use artemis_core::{ConsumerOptions, SessionOptions};
+use serde_json::json;
+
+use super::batch::{
+    outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, staging_mbean, Limits, SendFailure,
+};
+use super::ends::NodeAccess;
+use super::state::{self, MoveRun};
+use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::RunState;
+use crate::transfer::outbound::{Origin, OutboundTarget};
+use crate::transfer::plan::Selection;
+use crate::transfer::staging::{self, Selected, StagingSpec};
+
+/// How many times a finish sends a filter run back to relaying because messages matching it reappeared on the
+/// source (given back by a consumer after the last refill); after that they are counted as not taken.
+const MAX_FINISH_RECHECKS: u32 = 3;
+
+async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
+    let mut conn = ctx.pool.acquire().await?;
+    Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
+}
+
+/// Staging is empty and the selection exhausted: count what was not taken by cause, remove staging and its
+/// settings, and end the run Succeeded — or Partial when anything selected was not taken or was dead-lettered.
+pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+    let mut run = load(ctx).await?;
+    let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
+    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let staging_queue = run.staging_queue.clone().unwrap_or_else(|| staging::staging_queue_name(run.id));
+    let spec = StagingSpec { name: staging_queue.clone(), batch_size: settings.batch_size };
+    let conn = source.connect(std::time::Duration::from_secs(30)).await?;
+    if conn.queue_query(&staging_queue).await?.is_some() {
+        let held = staging_depth(&conn, &staging_queue).await?;
+        if held > 0 || !run.relay.in_doubt.is_empty() {
+            // Something came back to staging (a consumer gone late): relay it before finishing.
+            let mut tx = ctx.lease.begin().await?;
+            tx.complete_and_enqueue(&Phase::Relay.job()).await?;
+            return Ok(Outcome::Committed(tx.commit().await?));
+        }
+    }
+    let _ = conn.close().await;
+
+    let source_mbean = source_queue_mbean(&source, &run);
+    let effective = run.plan.effective_filter().unwrap_or_default();
+    let selected = match &run.plan.selection {
+        Selection::Ids(_) => Selected::Ids(&run.relay.not_moved),
+        Selection::Filter(f) => Selected::Frozen {
+            effective_filter: &effective,
+            user_filter: Some(f.as_str()),
+            t0_millis: run.plan.t0_millis,
+        },
+        Selection::All => {
+            Selected::Frozen { effective_filter: &effective, user_filter: None, t0_millis: run.plan.t0_millis }
+        }
+    };
+    let not_taken = staging::not_taken(&source.mgmt, &source_mbean, selected).await?;
+    let frozen = !matches!(run.plan.selection, Selection::Ids(_));
+    if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
+        // Still matching and visible on the source: a consumer gave messages back after the last refill. Take them.
+        run.relay.exhausted = false;
+        run.relay.finish_rechecks += 1;
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.complete_and_enqueue(&Phase::Relay.job()).await?;
+        return Ok(Outcome::Committed(tx.commit().await?));
+    }
+    run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
+    run.counters.not_taken_scheduled = not_taken.scheduled as i64;
+    run.counters.not_taken_gone = not_taken.other as i64;
+    if frozen {
+        // A filter's size is known only now: what was delivered or dead-lettered, and what was not taken.
+        run.counters.selected = Some(run.counters.delivered + run.counters.dead_lettered + run.counters.not_taken());
+    }
+    staging::remove(&source.mgmt, &spec, false).await?;
+
+    let partial = run.counters.not_taken() > 0 || run.counters.dead_lettered > 0;
+    let end = if partial { RunState::Partial } else { RunState::Succeeded };
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::event(
+        tx.conn(),
+        run.id,
+        "staging_removed",
+        json!({ "queue": staging_queue, "delivered": run.counters.delivered, "not_taken": run.counters.not_taken() }),
+    )
+    .await?;
+    let words = partial.then(|| {
+        format!(
+            "{} selected messages were not taken ({} in delivery to a consumer, {} scheduled for later, {} gone) and \
+             {} were dead-lettered",
+            run.counters.not_taken(),
+            run.counters.not_taken_in_delivery,
+            run.counters.not_taken_scheduled,
+            run.counters.not_taken_gone,
+            run.counters.dead_lettered
+        )
+    });
+    tx.complete_and_end_run(end, words.as_deref()).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// Return to source (§4.5): settle the in-doubt batch first (re-relay it: some of it may already be on the
+/// target, and the duplicate id makes each land once), then the broker's move of everything else in staging
+/// back to the source queue, then staging removed; Returned. If the target cannot be reached the in-doubt
+/// messages stay in staging and the run fails, saying so.
+pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig) -> Result<Outcome, RelayError> {
+    let mut run = load(ctx).await?;
+    let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
+    {
+        let mut tx = ctx.lease.begin().await?;
+        state::set_active_state(tx.conn(), run.id, "returning").await?;
+        tx.commit_progress().await?;
+    }
+    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let Some(staging_queue) = run.staging_queue.clone() else {
+        // Nothing was ever staged: nothing to return.
+        let mut tx = ctx.lease.begin().await?;
+        tx.complete_and_end_run(RunState::Returned, None).await?;
+        return Ok(Outcome::Committed(tx.commit().await?));
+    };
+    let spec = StagingSpec { name: staging_queue.clone(), batch_size: settings.batch_size };
+    let source_conn = source.connect(config.connection_ttl).await?;
+    let exists = source_conn.queue_query(&staging_queue).await?.is_some();
+
+    if exists && !run.relay.in_doubt.is_empty() {
+        settle_in_doubt(h, ctx, config, &mut run, &source, &source_conn, &staging_queue).await?;
+    }
+
+    if exists {
+        let moved = staging::move_back(&source.mgmt, &staging_queue, &run.plan.source.queue).await?;
+        fault::reach("return");
+        run.counters.returned += moved as i64;
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.commit_progress().await?;
+        let held = staging_depth(&source_conn, &staging_queue).await?;
+        if held > 0 {
+            return Err(RelayError::Transient(format!(
+                "{held} messages are still in staging {staging_queue} (in delivery to a consumer that is gone?); \
+                 the return tries again"
+            )));
+        }
+        staging::remove(&source.mgmt, &spec, false).await?;
+    }
+    let _ = source_conn.close().await;
+
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::event(
+        tx.conn(),
+        run.id,
+        "returned",
+        json!({ "returned": run.counters.returned, "delivered": run.counters.delivered }),
+    )
+    .await?;
+    tx.complete_and_end_run(RunState::Returned, None).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// Re-relays the in-doubt messages still in staging to the target (each lands once: the target's duplicate
+/// cache drops those it has), and counts those already gone from staging as delivered.
+async fn settle_in_doubt(
+    h: &MoveHandler,
+    ctx: &JobContext,
+    config: &RelayConfig,
+    run: &mut MoveRun,
+    source: &NodeAccess,
+    source_conn: &artemis_core::Connection,
+    staging_queue: &str,
+) -> Result<(), RelayError> {
+    let listed = source.mgmt.list_messages(&staging_mbean(source, staging_queue), None).await?;
+    let present: HashSet<i64> = listed.iter().filter_map(|m| m["messageID"].as_i64()).collect();
+    let held = staging_depth(source_conn, staging_queue).await?;
+    if held > present.len() as i64 {
+        return Err(RelayError::Transient(format!(
+            "staging {staging_queue} holds {held} messages but only {} are visible: the rest are still in delivery to \
+             a consumer that is gone; the return tries again when the broker gives them back",
+            present.len()
+        )));
+    }
+    let wanted: HashSet<i64> = run.relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
+    let gone = run.relay.in_doubt.len() - wanted.len();
+    let mut resent = 0usize;
+    let mut already = 0i64;
+    if !wanted.is_empty() {
+        let unreachable = |e: &dyn std::fmt::Display| {
+            RelayError::Refused(format!(
+                "the target cannot be reached ({e}): the {} messages of the batch in doubt stay in staging \
+                 {staging_queue}; some may already be on the target. Return again once the target is back.",
+                wanted.len()
+            ))
+        };
+        let target =
+            NodeAccess::resolve(&ctx.pool, &run.plan.target, h.permits()).await.map_err(|e| unreachable(&e))?;
+        let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
+        let session = source_conn.create_session(SessionOptions::transacted()).await?;
+        let mut consumer = session.create_consumer(staging_queue, ConsumerOptions::default()).await?;
+        session.start().await?;
+        let limits = Limits { messages: usize::MAX, bytes: u64::MAX };
+        let (received, _) = receive_batch(&mut consumer, &h.spool, config, limits, Some(&wanted)).await?;
+        if received.len() != wanted.len() {
+            return Err(RelayError::Transient(format!(
+                "only {} of the {} in-doubt messages in staging {staging_queue} could be received; the return tries \
+                 again",
+                received.len(),
+                wanted.len()
+            )));
+        }
+        let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
+        let (prepared, _) = outbound_batch(&received, &out_target(run), &origin(run));
+        match send_batch(&target_session, &received, &prepared).await {
+            Ok((a, _)) => already = a,
+            Err(SendFailure::Full(f)) => {
+                return Err(RelayError::transient("settling the batch in doubt: the target has no room", f.error))
+            }
+            Err(SendFailure::Other(e)) => return Err(RelayError::transient("settling the batch in doubt", e)),
+        }
+        for r in &received {
+            consumer.ack(&r.delivery).await?;
+        }
+        session.commit().await?;
+        resent = received.len();
+        let _ = consumer.close().await;
+        let _ = session.close().await;
+        let _ = target_session.close().await;
+        let _ = target_conn.close().await;
+    }
+    // In-doubt ids no longer in staging were delivered by the attempt that recorded them.
+    run.counters.delivered += (resent + gone) as i64;
+    run.counters.already_on_target += already;
+    run.relay.in_doubt.clear();
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::event(
+        tx.conn(),
+        run.id,
+        "in_doubt_settled",
+        json!({ "resent": resent, "already_on_target": already, "gone": gone }),
+    )
+    .await?;
+    tx.commit_progress().await?;
+    Ok(())
+}
+
+/// The target FQQN of a run's messages.
+pub(crate) fn out_target(run: &MoveRun) -> OutboundTarget {
+    OutboundTarget {
+        address: run.plan.target.address().to_string(),
+        queue: run.plan.target.queue.clone(),
+        routing: artemis_core::admin::RoutingType::Anycast,
+    }
+}
+
+/// The trace of a run's messages.
+pub(crate) fn origin(run: &MoveRun) -> Origin {
+    Origin {
+        run: run.id,
+        cluster: run.plan.source.cluster.clone(),
+        node: run.plan.source.node.clone(),
+        queue: run.plan.source.queue.clone(),
+    }
+}

@@ -1,0 +1,264 @@
+//! The target re-check before every relay batch (SPEC §4.2 step 1), as a pure function of the target's facts
+//! (read in one batched request): is it still acceptable, and has it room for one more batch?
+//!
+//! A target that became unacceptable mid-run (a filter, a drop policy, disabled, purging, gone) fails the run
+//! **before** the commit that would have dropped messages. A target short of room makes the run wait. A fact
+//! that could not be read is never taken as a pass: the batch is retried later.
+
+use crate::broker::jolokia::FullPolicy;
+use crate::transfer::facts::EndFacts;
+
+/// What the guard decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetCheck {
+    /// Acceptable, with room for the batch.
+    Go,
+    /// Acceptable but short of room: wait, saying why.
+    Wait(String),
+    /// No longer acceptable: the run fails, saying why.
+    Refuse(String),
+    /// Something could not be read: try again later, saying what.
+    Unknown(String),
+}
+
+/// What the next batch may add to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSize {
+    /// Messages.
+    pub messages: i64,
+    /// Body bytes (an estimate is fine: it only decides whether to wait).
+    pub bytes: i64,
+}
+
+/// Checks the target `queue` (display name for words) against `facts` for a batch of `batch`, waiting when an
+/// address or the disk would pass `threshold_pct`.
+pub fn check_target(queue: &str, facts: &EndFacts, batch: BatchSize, threshold_pct: u32) -> TargetCheck {
+    let Some(node) = &facts.node else {
+        return TargetCheck::Unknown(format!("the target node holding {queue} did not answer"));
+    };
+    if node.broker.active == Some(false) {
+        return TargetCheck::Unknown(format!("the target node holding {queue} is not active (failing over?)"));
+    }
+    let state = match &facts.queue.queue {
+        None => return TargetCheck::Unknown(format!("whether the target queue {queue} exists could not be read")),
+        Some(None) => {
+            return TargetCheck::Refuse(format!(
+                "the target queue {queue} no longer exists: a send would be dropped, so nothing was sent"
+            ))
+        }
+        Some(Some(state)) => state,
+    };
+    if let Some(Some(filter)) = &state.filter {
+        return TargetCheck::Refuse(format!(
+            "the target queue {queue} now has a filter ({filter}): messages it does not match would be dropped"
+        ));
+    }
+    if state.enabled == Some(false) {
+        return TargetCheck::Refuse(format!(
+            "the target queue {queue} was disabled: the broker drops what is sent to it"
+        ));
+    }
+    if state.purge_on_no_consumers == Some(true) {
+        return TargetCheck::Refuse(format!(
+            "the target queue {queue} now purges when it has no consumer: messages could be deleted on arrival"
+        ));
+    }
+    let Some(settings) = &facts.queue.settings else {
+        return TargetCheck::Unknown(format!("the address settings of the target queue {queue} could not be read"));
+    };
+    match settings.address_full_policy {
+        FullPolicy::Drop => {
+            return TargetCheck::Refuse(format!(
+                "the target address of {queue} now drops messages when full (address-full-policy DROP)"
+            ))
+        }
+        FullPolicy::Page => {
+            let limited = settings.page_limit_bytes > 0 || settings.page_limit_messages > 0;
+            if limited && settings.page_full_policy == Some(FullPolicy::Drop) {
+                return TargetCheck::Refuse(format!(
+                    "the target address of {queue} now drops messages past its page limit (page-full-policy DROP)"
+                ));
+            }
+        }
+        FullPolicy::Fail | FullPolicy::Block => {
+            let threshold = i128::from(threshold_pct);
+            if settings.max_size_bytes > 0 {
+                let Some(used) = facts.queue.address_size else {
+                    return TargetCheck::Unknown(format!(
+                        "how full the target address of {queue} is could not be read"
+                    ));
+                };
+                let after = i128::from(used) + i128::from(batch.bytes);
+                if after * 100 >= i128::from(settings.max_size_bytes) * threshold {
+                    return TargetCheck::Wait(format!(
+                        "the target address of {queue} holds {used} of its {} bytes (max-size-bytes); one more batch \
+                         would take it past {threshold_pct}%",
+                        settings.max_size_bytes
+                    ));
+                }
+            }
+            if settings.max_size_messages > 0 {
+                let Some(count) = state.message_count else {
+                    return TargetCheck::Unknown(format!("how many messages {queue} holds could not be read"));
+                };
+                let after = i128::from(count) + i128::from(batch.messages);
+                if after * 100 >= i128::from(settings.max_size_messages) * threshold {
+                    return TargetCheck::Wait(format!(
+                        "the target queue {queue} holds {count} messages of its address's {} (max-size-messages); \
+                         one more batch would take it past {threshold_pct}%",
+                        settings.max_size_messages
+                    ));
+                }
+            }
+        }
+    }
+    match (node.broker.disk_store_usage, node.broker.max_disk_usage) {
+        (_, Some(max)) if max <= 0 || max >= 100 => TargetCheck::Go,
+        (Some(usage), Some(max)) => {
+            let pct = usage * 100.0;
+            if pct >= max as f64 * f64::from(threshold_pct) / 100.0 {
+                TargetCheck::Wait(format!(
+                    "the target node's journal disk is {pct:.0}% full, within {threshold_pct}% of its max-disk-usage \
+                     of {max}%"
+                ))
+            } else {
+                TargetCheck::Go
+            }
+        }
+        _ => TargetCheck::Unknown("how full the target node's journal disk is could not be read".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::jolokia::{AddressSettings, BrokerState, QueueState};
+    use crate::transfer::facts::{NodeFacts, QueueFacts};
+    use serde_json::json;
+
+    fn healthy() -> EndFacts {
+        EndFacts {
+            node: Some(NodeFacts {
+                broker: BrokerState {
+                    active: Some(true),
+                    disk_store_usage: Some(0.10),
+                    max_disk_usage: Some(90),
+                    ..BrokerState::default()
+                },
+                core_acceptor: Some(true),
+            }),
+            queue: QueueFacts {
+                queue: Some(Some(QueueState {
+                    filter: Some(None),
+                    enabled: Some(true),
+                    purge_on_no_consumers: Some(false),
+                    message_count: Some(0),
+                    ..QueueState::default()
+                })),
+                settings: Some(AddressSettings::from_json(json!({}))),
+                address_size: Some(0),
+                paging: Some(false),
+            },
+        }
+    }
+
+    const BATCH: BatchSize = BatchSize { messages: 200, bytes: 200 * 1024 };
+
+    fn with_settings(raw: serde_json::Value, address_size: i64, count: i64) -> EndFacts {
+        let mut f = healthy();
+        f.queue.settings = Some(AddressSettings::from_json(raw));
+        f.queue.address_size = Some(address_size);
+        if let Some(Some(q)) = f.queue.queue.as_mut() {
+            q.message_count = Some(count);
+        }
+        f
+    }
+
+    #[test]
+    fn a_healthy_target_goes() {
+        assert_eq!(check_target("q", &healthy(), BATCH, 90), TargetCheck::Go);
+    }
+
+    #[test]
+    fn a_target_that_became_unacceptable_is_refused() {
+        let mut gone = healthy();
+        gone.queue.queue = Some(None);
+        assert!(
+            matches!(check_target("q", &gone, BATCH, 90), TargetCheck::Refuse(w) if w.contains("no longer exists"))
+        );
+
+        let mut filtered = healthy();
+        if let Some(Some(q)) = filtered.queue.queue.as_mut() {
+            q.filter = Some(Some("a = 1".into()));
+        }
+        assert!(matches!(check_target("q", &filtered, BATCH, 90), TargetCheck::Refuse(w) if w.contains("filter")));
+
+        let mut disabled = healthy();
+        if let Some(Some(q)) = disabled.queue.queue.as_mut() {
+            q.enabled = Some(false);
+        }
+        assert!(matches!(check_target("q", &disabled, BATCH, 90), TargetCheck::Refuse(w) if w.contains("disabled")));
+
+        let mut purging = healthy();
+        if let Some(Some(q)) = purging.queue.queue.as_mut() {
+            q.purge_on_no_consumers = Some(true);
+        }
+        assert!(matches!(check_target("q", &purging, BATCH, 90), TargetCheck::Refuse(w) if w.contains("purges")));
+
+        let drop = with_settings(json!({"addressFullMessagePolicy": "DROP"}), 0, 0);
+        assert!(matches!(check_target("q", &drop, BATCH, 90), TargetCheck::Refuse(w) if w.contains("DROP")));
+
+        let page_drop = with_settings(
+            json!({"addressFullMessagePolicy": "PAGE", "pageLimitMessages": 10, "pageFullMessagePolicy": "DROP"}),
+            0,
+            0,
+        );
+        assert!(matches!(check_target("q", &page_drop, BATCH, 90), TargetCheck::Refuse(w) if w.contains("page")));
+    }
+
+    #[test]
+    fn a_target_short_of_room_waits_at_the_threshold() {
+        let fail =
+            |used: i64| with_settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1_000_000}), used, 0);
+        // 600,000 + 204,800 = 804,800 < 900,000: room.
+        assert_eq!(check_target("q", &fail(600_000), BATCH, 90), TargetCheck::Go);
+        // 695,200 + 204,800 = 900,000: exactly at the threshold waits.
+        assert!(matches!(check_target("q", &fail(695_200), BATCH, 90), TargetCheck::Wait(_)));
+        assert_eq!(check_target("q", &fail(695_199), BATCH, 90), TargetCheck::Go);
+
+        let by_count =
+            |count: i64| with_settings(json!({"addressFullMessagePolicy": "BLOCK", "maxSizeMessages": 1000}), 0, count);
+        assert_eq!(check_target("q", &by_count(699), BATCH, 90), TargetCheck::Go);
+        assert!(
+            matches!(check_target("q", &by_count(700), BATCH, 90), TargetCheck::Wait(w) if w.contains("max-size-messages"))
+        );
+
+        let mut disk = healthy();
+        disk.node.as_mut().unwrap().broker.disk_store_usage = Some(0.81);
+        assert!(matches!(check_target("q", &disk, BATCH, 90), TargetCheck::Wait(w) if w.contains("disk")));
+        disk.node.as_mut().unwrap().broker.disk_store_usage = Some(0.80);
+        assert_eq!(check_target("q", &disk, BATCH, 90), TargetCheck::Go);
+    }
+
+    #[test]
+    fn paging_targets_never_wait_for_address_size() {
+        let page = with_settings(json!({"addressFullMessagePolicy": "PAGE", "maxSizeBytes": 1000}), 1_000_000, 0);
+        assert_eq!(check_target("q", &page, BATCH, 90), TargetCheck::Go);
+    }
+
+    #[test]
+    fn what_could_not_be_read_is_never_a_pass() {
+        let mut silent = healthy();
+        silent.node = None;
+        assert!(matches!(check_target("q", &silent, BATCH, 90), TargetCheck::Unknown(_)));
+        let mut no_settings = healthy();
+        no_settings.queue.settings = None;
+        assert!(matches!(check_target("q", &no_settings, BATCH, 90), TargetCheck::Unknown(_)));
+        let mut no_disk = healthy();
+        no_disk.node.as_mut().unwrap().broker.disk_store_usage = None;
+        assert!(matches!(check_target("q", &no_disk, BATCH, 90), TargetCheck::Unknown(_)));
+        let mut no_size = with_settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000}), 0, 0);
+        no_size.queue.address_size = None;
+        assert!(matches!(check_target("q", &no_size, BATCH, 90), TargetCheck::Unknown(_)));
+    }
+}

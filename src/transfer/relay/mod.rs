@@ -1,0 +1,221 @@
+//! A move across nodes as jobs (SPEC §4): one job kind, [`KIND`], whose payload names its phase.
+//!
+//! ```text
+//!   execute ──▶ prepare ──▶ relay ──▶ relay ──▶ … ──▶ finish ──▶ Succeeded | Partial
+//!               (staging     (one batch: §4.2 steps 0–6,           (staging empty and the
+//!                made and     then the next batch, paced)           selection exhausted:
+//!                verified)                                          staging removed)
+//!   return ──▶ return (settle in-doubt, broker move back, remove staging) ──▶ Returned
+//! ```
+//!
+//! Parts: [`state`] (what the run row keeps), [`ends`] (live endpoints by NodeID), [`guard`] (the target
+//! re-check, pure), [`batch`] (one relay batch), [`finish`], [`spool`] (large bodies on disk), [`fault`] (the
+//! crash-test seam).
+
+pub mod batch;
+pub mod ends;
+pub mod fault;
+pub mod finish;
+pub mod guard;
+pub mod spool;
+pub mod state;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::broker::jolokia::JolokiaError;
+use crate::broker::permits::PermitSource;
+use crate::jobs::handler::{Handler, HandlerFuture, JobContext, Outcome};
+use crate::jobs::NewJob;
+use crate::transfer::staging::StagingError;
+
+use self::spool::Spool;
+
+/// The job kind of a move's jobs.
+pub const KIND: &str = "transfer.move";
+
+/// What a move job does; its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// Make and verify staging (and the target queue when the run creates it).
+    Prepare,
+    /// One relay batch.
+    Relay,
+    /// Staging is empty and the selection exhausted: count what was not taken, remove staging, end the run.
+    Finish,
+    /// Return to source (§4.5).
+    Return,
+}
+
+impl Phase {
+    /// The job that runs this phase.
+    pub fn job(self) -> NewJob {
+        NewJob::new(KIND, serde_json::to_value(self).expect("a phase serialises"))
+    }
+}
+
+/// How a worker runs moves.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    /// Where large bodies are spooled (one directory per worker process).
+    pub spool_dir: PathBuf,
+    /// The TTL of the worker's Core connections: how soon a broker gives back what a dead worker was
+    /// receiving. Kept under the job lease, so a re-claimed batch finds its messages back in staging.
+    pub connection_ttl: Duration,
+    /// How long the first receive of a batch waits for a message staging says it holds.
+    pub first_receive: Duration,
+    /// How long later receives wait before the batch is taken as complete.
+    pub next_receive: Duration,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            spool_dir: std::env::temp_dir().join(format!("artemis-transfer-spool-{}", std::process::id())),
+            connection_ttl: Duration::from_secs(10),
+            first_receive: Duration::from_secs(2),
+            next_receive: Duration::from_millis(200),
+        }
+    }
+}
+
+/// The handler of [`KIND`].
+#[derive(Debug, Clone)]
+pub struct MoveHandler {
+    config: RelayConfig,
+    spool: Spool,
+    permits: Option<Arc<dyn PermitSource>>,
+}
+
+impl MoveHandler {
+    /// A handler spooling under `config.spool_dir` (made or emptied now); management calls take `permits`.
+    pub fn new(config: RelayConfig, permits: Option<Arc<dyn PermitSource>>) -> Result<MoveHandler, spool::SpoolError> {
+        let spool = Spool::create(&config.spool_dir)?;
+        Ok(MoveHandler { config, spool, permits })
+    }
+
+    /// The permits management calls take.
+    pub(crate) fn permits(&self) -> Option<Arc<dyn PermitSource>> {
+        self.permits.clone()
+    }
+
+    async fn run(&self, ctx: &JobContext) -> Result<Outcome, RelayError> {
+        let phase: Phase = serde_json::from_value(ctx.job.payload.clone()).map_err(|e| {
+            RelayError::Refused(format!("job {} has a payload this worker cannot read: {e}", ctx.job.id))
+        })?;
+        match phase {
+            Phase::Prepare => batch::prepare(self, ctx).await,
+            Phase::Relay => batch::relay(self, ctx, &self.config, &self.spool).await,
+            Phase::Finish => finish::finish(self, ctx).await,
+            Phase::Return => finish::return_to_source(self, ctx, &self.config).await,
+        }
+    }
+}
+
+impl Handler for MoveHandler {
+    fn handle<'a>(&'a self, ctx: &'a JobContext) -> HandlerFuture<'a> {
+        Box::pin(async move {
+            match self.run(ctx).await {
+                Ok(outcome) => Ok(outcome),
+                Err(RelayError::Jobs(e)) => Err(e),
+                Err(e) => Ok(e.into_outcome()),
+            }
+        })
+    }
+
+    /// A stop must first settle an in-doubt batch while the target's duplicate cache still holds it (I6).
+    fn settles_on_stop(&self) -> bool {
+        true
+    }
+}
+
+/// Why a move job could not do its work, sorted by what becomes of the run.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The engine (a lost lease ends the attempt without another write).
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::Error),
+    /// A refusal no retry cures: the run is Failed with these words.
+    #[error("{0}")]
+    Refused(String),
+    /// A transient failure: retried with backoff, then Interrupted.
+    #[error("{0}")]
+    Transient(String),
+}
+
+impl RelayError {
+    fn into_outcome(self) -> Outcome {
+        match self {
+            RelayError::Refused(error) => Outcome::Fail { error },
+            RelayError::Transient(error) => Outcome::Retry { error },
+            // Handled before: the executor sees the engine's own error.
+            RelayError::Jobs(e) => Outcome::Retry { error: e.to_string() },
+        }
+    }
+
+    /// A transient failure described as `what: error`.
+    pub fn transient(what: &str, error: impl std::fmt::Display) -> RelayError {
+        RelayError::Transient(format!("{what}: {error}"))
+    }
+}
+
+impl From<sqlx::Error> for RelayError {
+    fn from(e: sqlx::Error) -> RelayError {
+        RelayError::transient("the database", e)
+    }
+}
+
+impl From<state::StateError> for RelayError {
+    fn from(e: state::StateError) -> RelayError {
+        match e {
+            state::StateError::Db(e) => e.into(),
+            other => RelayError::Refused(other.to_string()),
+        }
+    }
+}
+
+impl From<ends::EndError> for RelayError {
+    fn from(e: ends::EndError) -> RelayError {
+        match e {
+            ends::EndError::Gone(words) => RelayError::Refused(words),
+            ends::EndError::NotLive(words) => RelayError::Transient(words),
+            ends::EndError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<JolokiaError> for RelayError {
+    fn from(e: JolokiaError) -> RelayError {
+        RelayError::transient("a management call", e)
+    }
+}
+
+impl From<StagingError> for RelayError {
+    fn from(e: StagingError) -> RelayError {
+        if e.is_refusal() {
+            RelayError::Refused(e.to_string())
+        } else {
+            RelayError::Transient(e.to_string())
+        }
+    }
+}
+
+impl From<artemis_core::Error> for RelayError {
+    fn from(e: artemis_core::Error) -> RelayError {
+        if e.is_not_authorized() {
+            RelayError::Refused(format!("the broker refused the relay: {e}"))
+        } else {
+            RelayError::transient("a Core call", e)
+        }
+    }
+}
+
+impl From<spool::SpoolError> for RelayError {
+    fn from(e: spool::SpoolError) -> RelayError {
+        RelayError::Transient(e.to_string())
+    }
+}

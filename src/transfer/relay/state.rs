@@ -1,0 +1,260 @@
+//! What a move keeps on its run row between batches (migration 0003): its cursor ([`RelayState`]) and its
+//! counters ([`Counters`]). Both are read at the start of a job and written only inside transactions fenced by
+//! the job's lease, so a worker that lost its lease never writes them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::transfer::plan::Plan;
+
+/// The relay's cursor (the `relay` column).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RelayState {
+    /// Staging message ids sent to the target whose source acknowledgement is not known to have committed.
+    pub in_doubt: Vec<i64>,
+    /// For an id selection: how many of the plan's ids the refills have handed to the broker so far.
+    pub ids_next: usize,
+    /// A refill recorded before its broker call and not yet known to have finished.
+    pub refill: Option<RefillIntent>,
+    /// The source holds nothing more that matches the frozen selection.
+    pub exhausted: bool,
+    /// When the run began waiting for room on the target; `None` while it is not waiting.
+    pub waiting_since: Option<DateTime<Utc>>,
+    /// Staging was made and verified (a resumed run verifies it again).
+    pub prepared: bool,
+    /// For an id selection: the ids the broker did not move (not on the source queue, in delivery, scheduled,
+    /// or gone); classified by cause at the finish.
+    pub not_moved: Vec<i64>,
+    /// How many times the finish found more of a filter's messages on the source and relayed again.
+    pub finish_rechecks: u32,
+}
+
+/// A refill's intent (SPEC §4.1): recorded, fenced, before the broker's move.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefillIntent {
+    /// When it was recorded.
+    pub at: DateTime<Utc>,
+    /// How many messages were asked for.
+    pub count: u32,
+    /// For an id selection, the plan's ids `[from, to)` handed to the broker.
+    pub ids: Option<(usize, usize)>,
+}
+
+/// A run's counters (the `counters` column), shown by the run view. Every field counts messages unless named
+/// otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    /// The selection's size when known (ids, whole queue), else `None` until the run ends.
+    pub selected: Option<i64>,
+    /// Moved by the broker from the source into staging.
+    pub staged: i64,
+    /// Committed on the target and acknowledged from staging.
+    pub delivered: i64,
+    /// Body bytes delivered.
+    pub delivered_bytes: i64,
+    /// Selected but not taken: still in delivery to a consumer on the source.
+    pub not_taken_in_delivery: i64,
+    /// Selected but not taken: scheduled for later delivery.
+    pub not_taken_scheduled: i64,
+    /// Selected but not taken: gone from the source before the run reached them (an id selection).
+    pub not_taken_gone: i64,
+    /// Sent to a dead message queue.
+    pub dead_lettered: i64,
+    /// Put back on the source by a return.
+    pub returned: i64,
+    /// Delivered messages whose original source id was not on their staging copy (the broker drops
+    /// `_AMQ_ORIG_MESSAGE_ID` for paged large messages): their `_studio_orig_message_id` is absent.
+    pub original_id_missing: i64,
+    /// Batches the target refused whole for a duplicate and that were sent again one message per transaction.
+    pub one_by_one_batches: i64,
+    /// Messages the target already had (its duplicate-id cache dropped them): delivered before, by an
+    /// attempt whose acknowledgement did not commit.
+    pub already_on_target: i64,
+    /// Relay batches committed.
+    pub batches: i64,
+}
+
+impl Counters {
+    /// Everything not taken.
+    pub fn not_taken(&self) -> i64 {
+        self.not_taken_in_delivery + self.not_taken_scheduled + self.not_taken_gone
+    }
+}
+
+/// The run row's parts a move job reads.
+#[derive(Debug, Clone)]
+pub struct MoveRun {
+    /// The run.
+    pub id: Uuid,
+    /// The plan, frozen at preview.
+    pub plan: Plan,
+    /// The relay cursor.
+    pub relay: RelayState,
+    /// The counters.
+    pub counters: Counters,
+    /// The staging queue, once prepared.
+    pub staging_queue: Option<String>,
+    /// The run's state as text.
+    pub state: String,
+    /// Whether the preview found the target queue missing, to be created by the run.
+    pub create_target: bool,
+    /// The preview's selection size, when it was known.
+    pub selection_size: Option<i64>,
+    /// Why the run was asked to stop, when it was.
+    pub stop_reason: Option<String>,
+}
+
+/// Why a run row could not be read as a move.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// Postgres.
+    #[error("reading the run: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A column did not hold what this version writes.
+    #[error("the run's {column} cannot be read: {source}")]
+    Decode {
+        /// Which column.
+        column: &'static str,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The run has no plan (it was not made by a preview).
+    #[error("run {0} has no plan: it was not made by a preview")]
+    NoPlan(Uuid),
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: Uuid,
+    state: String,
+    plan: Option<serde_json::Value>,
+    relay: serde_json::Value,
+    counters: serde_json::Value,
+    staging_queue: Option<String>,
+    preview: Option<serde_json::Value>,
+    stop_reason: Option<String>,
+}
+
+/// Reads the run `id` as a move (inside a fenced transaction, or on the pool for a first look).
+pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateError> {
+    let row: Row = sqlx::query_as(
+        "SELECT id, state, plan, relay, counters, staging_queue, preview, stop_reason FROM transfer_run WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(conn)
+    .await?;
+    let plan = row.plan.ok_or(StateError::NoPlan(row.id))?;
+    let plan: Plan = serde_json::from_value(plan).map_err(|source| StateError::Decode { column: "plan", source })?;
+    let relay = serde_json::from_value(row.relay).map_err(|source| StateError::Decode { column: "relay", source })?;
+    let counters =
+        serde_json::from_value(row.counters).map_err(|source| StateError::Decode { column: "counters", source })?;
+    let create_target = row
+        .preview
+        .as_ref()
+        .and_then(|p| p.get("findings"))
+        .and_then(|f| f.as_array())
+        .is_some_and(|f| f.iter().any(|x| x.get("code").and_then(|c| c.as_str()) == Some("target-queue-created")));
+    let selection_size = row.preview.as_ref().and_then(|p| p.get("selection_size")).and_then(|v| v.as_i64());
+    Ok(MoveRun {
+        id: row.id,
+        plan,
+        relay,
+        counters,
+        staging_queue: row.staging_queue,
+        state: row.state,
+        create_target,
+        selection_size,
+        stop_reason: row.stop_reason,
+    })
+}
+
+/// Writes the cursor and the counters (call inside the job's fenced transaction).
+pub async fn save(
+    conn: &mut PgConnection,
+    id: Uuid,
+    relay: &RelayState,
+    counters: &Counters,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE transfer_run SET relay = $2, counters = $3, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(serde_json::to_value(relay).expect("the relay state serialises"))
+        .bind(serde_json::to_value(counters).expect("counters serialise"))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Records the staging queue's name on the run (fenced).
+pub async fn set_staging(conn: &mut PgConnection, id: Uuid, staging: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE transfer_run SET staging_queue = $2, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(staging)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Sets the state of a run that holds its slot: `running` or `waiting` (for room on the target). A run in any
+/// other state is left alone.
+pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: &str) -> Result<(), sqlx::Error> {
+    debug_assert!(matches!(state, "running" | "waiting" | "returning"));
+    sqlx::query(
+        "UPDATE transfer_run SET state = $2, updated_at = now() \
+         WHERE id = $1 AND state IN ('running', 'waiting', 'returning') AND state <> $2",
+    )
+    .bind(id)
+    .bind(state)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records an event on the run (inside the caller's transaction).
+pub async fn event(
+    conn: &mut PgConnection,
+    id: Uuid,
+    kind: &str,
+    detail: serde_json::Value,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO run_event (run_id, kind, detail) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(kind)
+        .bind(detail)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_column_reads_as_a_fresh_state() {
+        let relay: RelayState = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(relay, RelayState::default());
+        let counters: Counters = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(counters.selected, None);
+        assert_eq!(counters.not_taken(), 0);
+    }
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let relay = RelayState {
+            in_doubt: vec![3, 4],
+            ids_next: 7,
+            refill: Some(RefillIntent { at: Utc::now(), count: 400, ids: Some((0, 7)) }),
+            exhausted: true,
+            waiting_since: None,
+            prepared: true,
+            not_moved: vec![9],
+            finish_rechecks: 1,
+        };
+        let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();
+        assert_eq!(back, relay);
+    }
+}

@@ -1,0 +1,8 @@
+//! Moves across nodes against the real test bed (issue 6): staging, the outbound message, the relay batch,
+//! judged by a census of payload ids taken by the Java helper.
+
+mod crash;
+mod moves;
+mod outbound;
+mod staging;
+mod support;

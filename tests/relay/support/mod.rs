@@ -1,0 +1,210 @@
+//! What every end-to-end move test needs: a fresh database with both test-bed clusters registered, worker
+//! processes (the real binary), a preview-and-execute shortcut, waiting for a run to end, and the census of
+//! payload ids taken by the Java helper.
+
+#[allow(dead_code)]
+#[path = "../../jobs/support/process.rs"]
+pub mod process;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Once;
+use std::time::Duration;
+
+use artemis_transfer::broker::jolokia::{BrokerManagement, Endpoint, JolokiaClient, QueueConfig};
+use artemis_transfer::registry::discover::{discover, Seed};
+use artemis_transfer::registry::{store, Cluster, Credentials};
+use artemis_transfer::transfer::actions::{self, Confirmation};
+use artemis_transfer::transfer::relay::state::Counters;
+use artemis_transfer::transfer::service::{preview_and_store, PreviewRequest, StoredPreview};
+use artemis_transfer::transfer::{Kind, Mode, PreviewSettings, QueueRef, Selection};
+use sqlx::PgPool;
+use testbed::fidelity;
+use testbed::{Node, TestBed};
+
+use self::process::WorkerProcess;
+
+/// Waits until `check` gives a value, at most `limit`.
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "gave up after {limit:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The registry names the test bed's credentials `testbed`.
+fn export_credentials(bed: &TestBed) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__USER", &bed.nodes[0].user);
+        std::env::set_var("ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__PASSWORD", &bed.nodes[0].password);
+    });
+}
+
+/// A management client straight to a test-bed node (for test set-up, not through the product).
+pub fn management(node: &Node) -> BrokerManagement {
+    let endpoint = Endpoint {
+        node: node.name.clone(),
+        url: node.jolokia_url(),
+        user: node.user.clone(),
+        password: node.password.clone().into(),
+        origin: None,
+    };
+    BrokerManagement::new(JolokiaClient::new(endpoint, Duration::from_secs(30)), node.name.clone())
+}
+
+/// Creates a plain durable anycast queue `name` on `node`.
+pub async fn create_queue(node: &Node, name: &str) {
+    management(node).create_queue(&QueueConfig::plain_anycast(name)).await.unwrap();
+}
+
+/// One test's world: its own database with `east` and `west` registered, and its workers.
+pub struct World {
+    pub url: String,
+    pub pool: PgPool,
+    pub log_dir: PathBuf,
+    pub workers: Vec<WorkerProcess>,
+}
+
+impl World {
+    /// A fresh database, migrated, both clusters registered; `settings` overrides (key, JSON value).
+    pub async fn new(label: &str, settings: &[(&str, serde_json::Value)]) -> World {
+        let bed = TestBed::require().await;
+        export_credentials(bed);
+        let url = testbed::postgres::fresh_database(label).await;
+        let pool = sqlx::postgres::PgPoolOptions::new().max_connections(5).connect(&url).await.unwrap();
+        let defaults = artemis_transfer::config::Config::from_sources(None, Vec::new()).unwrap().settings;
+        artemis_transfer::jobs::migrate(&pool, &defaults, "test").await.unwrap();
+        for (key, value) in settings {
+            artemis_transfer::jobs::settings::set(&pool, key, value.clone(), "test").await.unwrap();
+        }
+        let credentials = Credentials::from_env("testbed").unwrap();
+        for (cluster, seed) in [("east", "east-1"), ("west", "west-1")] {
+            let seed =
+                Seed { jolokia_url: bed.node(seed).jolokia_url(), core_url: None, jolokia_by_core: BTreeMap::new() };
+            let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
+            store::add(&pool, &Cluster { name: cluster.into(), credentials_ref: "testbed".into(), nodes })
+                .await
+                .unwrap();
+        }
+        let log_dir = bed.dir.join("test-logs").join(testbed::unique_name(label));
+        std::fs::create_dir_all(&log_dir).unwrap();
+        World { url, pool, log_dir, workers: Vec::new() }
+    }
+
+    /// The environment a worker process of this world runs with (plus `extra`).
+    pub fn worker_env(&self, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+        let bed = TestBed::get();
+        let mut env = process::fast_lease_env(6.0, 1.0);
+        env.push(("ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__USER".into(), bed.nodes[0].user.clone()));
+        env.push(("ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__PASSWORD".into(), bed.nodes[0].password.clone()));
+        env.push(("TMPDIR".into(), self.log_dir.display().to_string()));
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        env
+    }
+
+    /// Starts a worker process named `name` and waits until it claims.
+    pub async fn spawn_worker(&mut self, name: &str, extra: &[(&str, &str)]) -> usize {
+        let worker = WorkerProcess::spawn(&self.url, name, 2, &self.worker_env(extra), &self.log_dir);
+        worker.ready().await;
+        self.workers.push(worker);
+        self.workers.len() - 1
+    }
+
+    /// Previews a move and checks it may run once its needs-acknowledgement codes are acknowledged.
+    pub async fn preview_move(&self, source: QueueRef, target: QueueRef, selection: Selection) -> StoredPreview {
+        let request = PreviewRequest { mode: Mode::Move, source, target, selection, operator: "tester".into() };
+        let stored = preview_and_store(&self.pool, &request, &PreviewSettings::default(), Duration::from_secs(600))
+            .await
+            .unwrap();
+        let refused: Vec<_> = stored.preview.findings.iter().filter(|f| f.kind == Kind::Refused).collect();
+        assert!(refused.is_empty(), "the preview refused the move: {refused:#?}");
+        stored
+    }
+
+    /// Executes a stored preview, acknowledging everything it raised.
+    pub async fn execute(&self, stored: &StoredPreview) {
+        let confirm = Confirmation {
+            plan_hash: stored.plan_hash.clone(),
+            acknowledged: stored.preview.codes_to_acknowledge().iter().map(|c| c.to_string()).collect(),
+            typed_queue: Some(stored.plan.source.queue.clone()),
+            override_cap: true,
+        };
+        actions::execute(&self.pool, stored.run_id, &confirm, "tester", 10).await.unwrap();
+    }
+
+    /// Waits until the run is in one of `states`; returns the state and counters.
+    pub async fn wait_run(&self, run: uuid::Uuid, states: &[&str], limit: Duration) -> (String, Counters) {
+        let log_dir = self.log_dir.clone();
+        let pool = self.pool.clone();
+        let found = tokio::time::timeout(limit, async {
+            loop {
+                let (state, counters, error): (String, serde_json::Value, Option<String>) =
+                    sqlx::query_as("SELECT state, counters, last_error FROM transfer_run WHERE id = $1")
+                        .bind(run)
+                        .fetch_one(&pool)
+                        .await
+                        .unwrap();
+                if states.contains(&state.as_str()) {
+                    return (state, serde_json::from_value(counters).unwrap());
+                }
+                if matches!(state.as_str(), "failed" | "interrupted") && !states.contains(&state.as_str()) {
+                    panic!("run {run} ended {state}: {error:?} (worker logs in {})", log_dir.display());
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+        .await;
+        match found {
+            Ok(v) => v,
+            Err(_) => {
+                let state: String = sqlx::query_scalar(
+                    "SELECT state || ' ' || coalesce(last_error, '') FROM transfer_run WHERE id = $1",
+                )
+                .bind(run)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+                panic!("run {run} not {states:?} after {limit:?}: {state} (worker logs in {})", self.log_dir.display())
+            }
+        }
+    }
+}
+
+/// `cluster/node/queue` on the test bed.
+pub fn queue_ref(cluster: &str, node: &str, queue: &str) -> QueueRef {
+    QueueRef { cluster: cluster.into(), node: node.into(), queue: queue.into(), address: None }
+}
+
+/// The census of a queue, by browsing it with the Java client.
+pub async fn census(node: &Node, queue: &str) -> BTreeMap<String, usize> {
+    fidelity::census(&fidelity::browse(node, queue).await)
+}
+
+/// Asserts every payload id of `expected` is on `target` exactly once and nowhere else among `others`.
+pub fn assert_exactly_once(expected: &[String], target: &BTreeMap<String, usize>, others: &[&BTreeMap<String, usize>]) {
+    let mut missing = Vec::new();
+    let mut doubled = Vec::new();
+    for id in expected {
+        match target.get(id) {
+            None => missing.push(id.clone()),
+            Some(1) => {}
+            Some(n) => doubled.push(format!("{id}×{n}")),
+        }
+        for other in others {
+            if other.contains_key(id) {
+                doubled.push(format!("{id} also left behind"));
+            }
+        }
+    }
+    assert!(missing.is_empty() && doubled.is_empty(), "missing {missing:?}; doubled {doubled:?}");
+}
