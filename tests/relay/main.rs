@@ -1,8 +1,11 @@
 //! Moves across nodes against the real test bed (issue 6): staging, the outbound message, the relay batch,
 //! judged by a census of payload ids taken by the Java helper.
 
+mod conditions;
 mod crash;
+mod large;
 mod moves;
 mod outbound;
+mod returns;
 mod staging;
 mod support;
