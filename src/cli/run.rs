@@ -103,10 +103,13 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
     };
     match actions::execute(pool, args.run, &confirm, &args.operator, max_attempts).await {
         Ok(_) => {
-            let position = runs::queue_position(pool, RunId(args.run)).await?;
-            match position {
-                Some(p) => println!("run {} is queued (place {p}): every concurrent-runs slot is taken", args.run),
-                None => println!("run {} started", args.run),
+            let holders = runs::slot_holders(pool).await?.len();
+            let cap = crate::jobs::settings::load(pool).await?.concurrent_runs as usize;
+            match runs::queue_position(pool, RunId(args.run)).await? {
+                Some(p) if holders >= cap => {
+                    println!("run {} is queued (place {p}): all {cap} concurrent-runs slots are taken", args.run)
+                }
+                _ => println!("run {} is queued for the next free worker", args.run),
             }
             if args.watch {
                 return watch(pool, WatchArgs { run: args.run, every: 1.0 }).await;

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The move benchmark (issue 6): N messages of SIZE bytes from east-1 to west-1, side by side with the peer that
+ships with Artemis (`artemis transfer`, a JMS consumer/producer loop committing every 1,000 messages: at-least-once,
+no staging, no dedup, no resume).
+
+For our move it samples, every half second, the staging queue's depth (Jolokia MessageCount) and the worker's
+resident memory (/proc/<pid>/status VmRSS), and reports the peak of both, the time from execute to the run's end,
+and the census (messages on the target; none left on the source). The last line is
+`move_ratio_vs_artemis_transfer: <our seconds / peer seconds>` (lower is better).
+
+Run through `scripts/bench move [--messages N] [--size BYTES] [--batch N] [--skip-peer]` (release build, test bed up).
+"""
+import argparse
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def testbed_env():
+    out = subprocess.run([os.path.join(ROOT, "scripts", "testbed"), "env"], check=True, capture_output=True, text=True)
+    env = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("export "):
+            k, v = line[len("export "):].split("=", 1)
+            env[k] = v.strip("'")
+    return env
+
+
+def node(env, name):
+    key = name.upper().replace("-", "_")
+    return {k: env[f"TESTBED_NODE_{key}_{k.upper()}"] for k in ("core_url", "jolokia_url", "user", "password")}
+
+
+def jolokia_read(n, mbean, attribute):
+    body = json.dumps({"type": "read", "mbean": mbean, "attribute": attribute}).encode()
+    req = urllib.request.Request(n["jolokia_url"] + "/", data=body, method="POST")
+    auth = base64.b64encode(f"{n['user']}:{n['password']}".encode()).decode()
+    req.add_header("Authorization", "Basic " + auth)
+    req.add_header("Origin", "http://127.0.0.1")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r).get("value")
+
+
+def queue_count(n, broker, queue):
+    mbean = (f'org.apache.activemq.artemis:broker="{broker}",component=addresses,address="{queue}",'
+             f'subcomponent=queues,routing-type="anycast",queue="{queue}"')
+    try:
+        v = jolokia_read(n, mbean, "MessageCount")
+        return int(v) if v is not None else None
+    except Exception:
+        return None
+
+
+def artemis(env, *args, quiet=True):
+    cmd = [os.path.join(env["ARTEMIS_HOME"], "bin", "artemis"), *args]
+    return subprocess.run(cmd, check=True, capture_output=quiet, text=True, env={**os.environ, "JAVA_ARGS": "-Xmx512m"})
+
+
+def produce(env, n, queue, count, size):
+    artemis(env, "producer", "--url", n["core_url"], "--user", n["user"], "--password", n["password"],
+            "--destination", f"queue://{queue}", "--message-count", str(count), "--message-size", str(size),
+            "--commit-interval", "1000", "--silent")
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=200)
+    ap.add_argument("--skip-peer", action="store_true")
+    args = ap.parse_args()
+
+    env = testbed_env()
+    east, west = node(env, "east-1"), node(env, "west-1")
+    binary = os.path.join(ROOT, "target", "release", "artemis-transfer")
+    stamp = int(time.time())
+    print(f"machine: {os.cpu_count()} cores; {args.messages} messages of {args.size} bytes, east-1 -> west-1, "
+          f"batch {args.batch}", flush=True)
+
+    peer_secs = None
+    if not args.skip_peer:
+        src, dst = f"bench.peer.src.{stamp}", f"bench.peer.dst.{stamp}"
+        t = time.time()
+        produce(env, east, src, args.messages, args.size)
+        print(f"peer: produced in {time.time() - t:.1f} s", flush=True)
+        t = time.time()
+        artemis(env, "transfer", "--source-url", east["core_url"], "--source-user", east["user"],
+                "--source-password", east["password"], "--source-queue", src,
+                "--target-url", west["core_url"], "--target-user", west["user"], "--target-password", west["password"],
+                "--target-queue", dst, "--receive-timeout", "2000", "--silent")
+        peer_secs = time.time() - t - 2.0  # its loop ends only after one empty receive timeout
+        moved = queue_count(west, "west-1", dst)
+        left = queue_count(east, "east-1", src)
+        print(f"peer: artemis transfer moved {moved} in {peer_secs:.1f} s ({(moved or 0) / peer_secs:,.0f} msg/s); "
+              f"{left} left on the source", flush=True)
+        for q, n in ((src, east), (dst, west)):
+            artemis(env, "queue", "delete", "--url", n["core_url"], "--user", n["user"], "--password", n["password"],
+                    "--name", q, "--silent")
+
+    # Ours: a fresh database, both clusters registered, one worker.
+    base = env["DATABASE_URL"].rsplit("/", 1)[0]
+    admin_url = env["DATABASE_URL"]
+    subprocess.run(["psql", "-q", admin_url, "-c", "DROP DATABASE IF EXISTS artemis_transfer_bench WITH (FORCE)",
+                    "-c", "CREATE DATABASE artemis_transfer_bench"], check=True, capture_output=True)
+    penv = {**os.environ, "DATABASE_URL": f"{base}/artemis_transfer_bench", "RUST_LOG": "warn",
+            "ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__USER": east["user"],
+            "ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__PASSWORD": east["password"],
+            "ARTEMIS_TRANSFER_OPERATOR": "bench"}
+
+    def run(*a, capture=True):
+        return subprocess.run([binary, *a], check=True, capture_output=capture, text=True, env=penv)
+
+    run("migrate")
+    run("cluster", "add", "east", "--core-url", east["core_url"], "--credentials", "testbed")
+    run("cluster", "add", "west", "--core-url", west["core_url"], "--credentials", "testbed")
+    subprocess.run(["psql", "-q", penv["DATABASE_URL"], "-c",
+                    "UPDATE setting SET value = '1000000' WHERE key = 'messages_per_second'",
+                    "-c", f"UPDATE setting SET value = '{args.batch}' WHERE key = 'batch_size'"],
+                   check=True, capture_output=True)
+    src, dst = f"bench.ours.src.{stamp}", f"bench.ours.dst.{stamp}"
+    t = time.time()
+    produce(env, east, src, args.messages, args.size)
+    print(f"ours: produced in {time.time() - t:.1f} s", flush=True)
+    artemis(env, "queue", "create", "--url", west["core_url"], "--user", west["user"], "--password", west["password"],
+            "--name", dst, "--address", dst, "--anycast", "--durable", "--preserve-on-no-consumers",
+            "--auto-create-address", "--silent")
+    preview = json.loads(run("preview", "--from", f"east/east-1/{src}", "--to", f"west/west-1/{dst}", "--all",
+                             "--json").stdout)
+    acks = [x for f in preview["preview"]["findings"] if f["kind"] == "needs_ack" for x in ("--ack", f["code"])]
+    worker = subprocess.Popen([binary, "worker", "--name", "bench", "--concurrency", "2"], env=penv,
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(ROOT, "target", "bench-worker.log"), "w"))
+    time.sleep(1.0)
+    staging = f"studio.transfer.{preview['run_id']}"
+    peaks = {"staging": 0, "rss": 0, "samples": 0}
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            d = queue_count(east, "east-1", staging)
+            r = rss_kib(worker.pid)
+            if d is not None:
+                peaks["staging"] = max(peaks["staging"], d)
+            if r is not None:
+                peaks["rss"] = max(peaks["rss"], r)
+            peaks["samples"] += 1
+            done.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    t = time.time()
+    run("execute", preview["run_id"], "--plan-hash", preview["plan_hash"], *acks, "--confirm", src, "--override-cap")
+    sampler.start()
+    while True:
+        state = subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
+                                f"SELECT state FROM transfer_run WHERE id = '{preview['run_id']}'"],
+                               check=True, capture_output=True, text=True).stdout.strip()
+        if state in ("succeeded", "partial", "failed", "interrupted", "stopped"):
+            break
+        time.sleep(0.2)
+    ours_secs = time.time() - t
+    done.set()
+    sampler.join()
+    hwm = None
+    with open(f"/proc/{worker.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
+    worker.terminate()
+    worker.wait()
+    moved = queue_count(west, "west-1", dst)
+    left = queue_count(east, "east-1", src)
+    print(f"ours: run {state} in {ours_secs:.1f} s ({(moved or 0) / ours_secs:,.0f} msg/s); {moved} on the target, "
+          f"{left} left on the source", flush=True)
+    print(f"ours: staging depth peak {peaks['staging']} (bound 2 x batch = {2 * args.batch}; "
+          f"{peaks['samples']} samples); worker RSS peak {hwm} KiB (VmHWM), sampled max {peaks['rss']} KiB", flush=True)
+    for q, n in ((src, east), (dst, west)):
+        artemis(env, "queue", "delete", "--url", n["core_url"], "--user", n["user"], "--password", n["password"],
+                "--name", q, "--silent")
+    if peer_secs:
+        print(f"move_ratio_vs_artemis_transfer: {ours_secs / peer_secs:.2f}")
+    return 0 if state == "succeeded" and moved == args.messages and left == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
