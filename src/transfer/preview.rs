@@ -481,7 +481,8 @@ fn check_queue(
         ),
     }
     match state.ring_size {
-        Some(ring) if ring > 0 => match (count, state.message_count) {
+        // Artemis takes only -1 as "not a ring" (`QueueImpl`: `ringSize != -1`); a ring of 0 keeps (almost) nothing.
+        Some(ring) if ring >= 0 => match (count, state.message_count) {
             (Some(n), _) if n > ring => f.refuse(
                 "ring-too-small",
                 format!("The target queue {name} is a ring of {ring} messages, smaller than the {n} selected: the oldest would be pushed out."),
@@ -538,7 +539,8 @@ fn check_full_policy(
             Some(address_setting(address, "<address-full-policy>PAGE</address-full-policy>")),
         ),
         FullPolicy::Page => {
-            let limited = s.page_limit_bytes > 0 || s.page_limit_messages > 0;
+            // Artemis takes only a negative page limit as none (`PagingStoreImpl.applySetting`): 0 is the strictest.
+            let limited = s.page_limit_bytes >= 0 || s.page_limit_messages >= 0;
             if limited && s.page_full_policy == Some(FullPolicy::Drop) {
                 f.refuse(
                     "page-full-drop",
@@ -563,7 +565,8 @@ fn check_room(
 ) {
     let address = plan.target.address();
     let policy = s.address_full_policy.as_str();
-    if s.max_size_bytes > 0 {
+    // Artemis takes only a negative max-size as no limit (`SizeAwareMetric`: enabled when `max >= 0`); 0 leaves no room.
+    if s.max_size_bytes >= 0 {
         match (q.address_size, projected_bytes(facts, count)) {
             (Some(used), Some(bytes)) => {
                 if bytes > s.max_size_bytes - used {
@@ -583,7 +586,8 @@ fn check_room(
                         format!(
                             "After the transfer the target address {address} would be {}% full (max-size-bytes {} under \
                              {policy}); the run waits whenever it passes {}%.",
-                            (used + bytes) * 100 / s.max_size_bytes,
+                            // max-size-bytes 0 is full from the first byte.
+                            ((used + bytes) * 100).checked_div(s.max_size_bytes).unwrap_or(100),
                             s.max_size_bytes,
                             settings.capacity_threshold_pct
                         ),
@@ -597,7 +601,7 @@ fn check_room(
             ),
         }
     }
-    if s.max_size_messages > 0 {
+    if s.max_size_messages >= 0 {
         match (count, q.state().and_then(|st| st.message_count)) {
             (Some(n), Some(depth)) => {
                 if n > s.max_size_messages - depth {
@@ -643,7 +647,9 @@ fn check_room(
 fn check_disk(plan: &Plan, node: &NodeFacts, settings: &PreviewSettings, f: &mut Findings) {
     let name = &plan.target.node;
     match (node.broker.disk_store_usage, node.broker.max_disk_usage) {
-        (_, Some(max)) if max <= 0 || max >= 100 => {}
+        // -1 turns the broker's check off; it blocks only *above* max-disk-usage, which 100 never is; 0 blocks
+        // every message (`FileStoreMonitor`: `usage > max / 100`).
+        (_, Some(max)) if !(0..100).contains(&max) => {}
         (Some(usage), Some(max)) => {
             let pct = usage * 100.0;
             if pct >= max as f64 {
@@ -714,7 +720,9 @@ fn check_duplicate_cache(
 }
 
 fn check_expiry(address: &str, s: &AddressSettings, f: &mut Findings) {
-    if s.expiry_delay > 0 || s.min_expiry_delay > 0 || s.max_expiry_delay > 0 {
+    // Artemis takes -1 as unset; 0 is the harshest value: a message without an expiration of its own expires at once
+    // (`PostOfficeImpl.applyExpiryDelay`; message-expiry.adoc warns of max-expiry-delay 0).
+    if s.expiry_delay >= 0 || s.min_expiry_delay >= 0 || s.max_expiry_delay >= 0 {
         f.ack(
             "target-expiry-delay",
             format!(

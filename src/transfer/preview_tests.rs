@@ -558,6 +558,319 @@ fn a_ring_the_selection_fits_in_raises_nothing() {
         tq(&mut facts).ring_size = Some(ring);
         tq(&mut facts).message_count = Some(depth);
         let out = preview(&plan(Mode::Move, Selection::All), &facts, &PreviewSettings::default());
-        assert!(!codes(&out).iter().any(|(_, c)| c.starts_with("ring")), "ring {ring} depth {depth}: {:?}", codes(&out));
+        assert!(
+            !codes(&out).iter().any(|(_, c)| c.starts_with("ring")),
+            "ring {ring} depth {depth}: {:?}",
+            codes(&out)
+        );
+    }
+}
+
+/// What a boundary row expects of its finding.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    /// Raised, with this kind.
+    Raised(Kind),
+    /// Not raised at all.
+    Absent,
+}
+
+/// One rule at its edge: a change to the healthy facts (a move of all 100 messages of 1000 bytes, default settings:
+/// batch 200, threshold 90 %) and what it must do to one finding. Each row moves one value to just inside or just
+/// outside a limit, so that a rule that drifts by one (`>` for `>=`, 0 taken for "unset") fails here.
+struct Boundary {
+    rule: &'static str,
+    change: Mutation,
+    code: &'static str,
+    expect: Expect,
+}
+
+use Expect::{Absent, Raised};
+
+fn target_settings(f: &mut Facts, v: serde_json::Value) {
+    f.target.queue.settings = Some(settings(v));
+}
+
+fn target_broker(f: &mut Facts) -> &mut BrokerState {
+    &mut f.target.node.as_mut().unwrap().broker
+}
+
+const BOUNDARIES: &[Boundary] = &[
+    // Room under FAIL or BLOCK, in bytes: the selection projects to 100 000 bytes.
+    Boundary {
+        rule: "room for exactly the projected bytes is not refused",
+        change: |f, _| target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 100_000})),
+        code: "capacity-bytes",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "bytes already on the address take room: one byte too few is refused",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 100_000}));
+            f.target.queue.address_size = Some(1)
+        },
+        code: "capacity-bytes",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "bytes reaching exactly the threshold are tight",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "BLOCK", "maxSizeBytes": 120_000}));
+            f.target.queue.address_size = Some(8_000)
+        },
+        code: "capacity-tight",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "bytes one under the threshold are not tight",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "BLOCK", "maxSizeBytes": 120_000}));
+            f.target.queue.address_size = Some(7_999)
+        },
+        code: "capacity-tight",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "max-size-bytes 0 is a limit that leaves no room, not \"no limit\"",
+        change: |f, _| target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 0})),
+        code: "capacity-bytes",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "an empty selection to an address of max-size-bytes 0 is tight (and words need no division by 0)",
+        change: |f, p| {
+            target_settings(f, json!({"addressFullMessagePolicy": "BLOCK", "maxSizeBytes": 0}));
+            p.selection = Selection::Ids(vec![])
+        },
+        code: "capacity-tight",
+        expect: Raised(Kind::NeedsAck),
+    },
+    // Room under FAIL or BLOCK, in messages: 100 selected.
+    Boundary {
+        rule: "max-size-messages 0 is a limit that leaves no room, not \"no limit\"",
+        change: |f, _| target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 0})),
+        code: "capacity-messages",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "room for exactly the selected messages is not refused",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 130}));
+            tq(f).message_count = Some(30)
+        },
+        code: "capacity-messages",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "messages reaching exactly the threshold are tight",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 120}));
+            tq(f).message_count = Some(8)
+        },
+        code: "capacity-tight",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "messages one under the threshold are not tight",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 120}));
+            tq(f).message_count = Some(7)
+        },
+        code: "capacity-tight",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "a missing target queue holds nothing: room for fewer than selected is refused",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 99}));
+            f.target.queue.queue = Some(None)
+        },
+        code: "capacity-messages",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "a missing target queue with room for exactly the selection is not refused",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 100}));
+            f.target.queue.queue = Some(None)
+        },
+        code: "capacity-messages",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "a missing target queue's room is known, since it holds nothing",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 1000}));
+            f.target.queue.queue = Some(None)
+        },
+        code: "capacity-messages-unknown",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "an existing target queue of unknown depth leaves its room unknown",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 1000}));
+            tq(f).message_count = None
+        },
+        code: "capacity-messages-unknown",
+        expect: Raised(Kind::Unknown),
+    },
+    Boundary {
+        rule: "a target queue not known to exist leaves its room unknown",
+        change: |f, _| {
+            target_settings(f, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 1000}));
+            f.target.queue.queue = None
+        },
+        code: "capacity-messages-unknown",
+        expect: Raised(Kind::Unknown),
+    },
+    // Paging up to a limit, then dropping. Artemis takes only a negative page limit as none.
+    Boundary {
+        rule: "a page limit in bytes alone, then DROP, is refused",
+        change: |f, _| target_settings(f, json!({"pageLimitBytes": 1_000_000, "pageFullMessagePolicy": "DROP"})),
+        code: "page-full-drop",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "a page limit of 0 messages is the strictest limit, not none",
+        change: |f, _| target_settings(f, json!({"pageLimitMessages": 0, "pageFullMessagePolicy": "DROP"})),
+        code: "page-full-drop",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "a page limit of 0 bytes is the strictest limit, not none",
+        change: |f, _| target_settings(f, json!({"pageLimitBytes": 0, "pageFullMessagePolicy": "DROP"})),
+        code: "page-full-drop",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "page-full DROP without a page limit never drops",
+        change: |f, _| target_settings(f, json!({"pageFullMessagePolicy": "DROP"})),
+        code: "page-full-drop",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "a page limit then FAIL drops nothing silently",
+        change: |f, _| target_settings(f, json!({"pageLimitMessages": 10, "pageFullMessagePolicy": "FAIL"})),
+        code: "page-full-drop",
+        expect: Absent,
+    },
+    // The target's journal disk; the node's max-disk-usage is 90.
+    Boundary {
+        rule: "a disk at exactly max-disk-usage is full",
+        change: |f, _| target_broker(f).disk_store_usage = Some(0.90),
+        code: "disk-full",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "a disk one percent under max-disk-usage is not full",
+        change: |f, _| target_broker(f).disk_store_usage = Some(0.89),
+        code: "disk-full",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "a disk at exactly the threshold of max-disk-usage is tight",
+        change: |f, _| target_broker(f).disk_store_usage = Some(0.81),
+        code: "disk-tight",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "a disk one percent under the threshold is not tight",
+        change: |f, _| target_broker(f).disk_store_usage = Some(0.80),
+        code: "disk-tight",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "max-disk-usage 100 is never exceeded (the broker blocks only above it)",
+        change: |f, _| {
+            target_broker(f).max_disk_usage = Some(100);
+            target_broker(f).disk_store_usage = Some(1.0)
+        },
+        code: "disk-full",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "max-disk-usage -1 turns the disk check off",
+        change: |f, _| {
+            target_broker(f).max_disk_usage = Some(-1);
+            target_broker(f).disk_store_usage = Some(0.99)
+        },
+        code: "disk-full",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "max-disk-usage 0 blocks every message",
+        change: |f, _| target_broker(f).max_disk_usage = Some(0),
+        code: "disk-full",
+        expect: Raised(Kind::Refused),
+    },
+    Boundary {
+        rule: "an unknown max-disk-usage leaves the disk unknown",
+        change: |f, _| target_broker(f).max_disk_usage = None,
+        code: "disk-unknown",
+        expect: Raised(Kind::Unknown),
+    },
+    // Expiry given by the target address. Artemis takes -1 as unset; 0 expires a message at once.
+    Boundary {
+        rule: "expiry-delay 0 expires messages without an expiration at once",
+        change: |f, _| target_settings(f, json!({"expiryDelay": 0})),
+        code: "target-expiry-delay",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "min-expiry-delay alone gives messages an expiry",
+        change: |f, _| target_settings(f, json!({"minExpiryDelay": 0})),
+        code: "target-expiry-delay",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "max-expiry-delay alone gives messages an expiry",
+        change: |f, _| target_settings(f, json!({"maxExpiryDelay": 0})),
+        code: "target-expiry-delay",
+        expect: Raised(Kind::NeedsAck),
+    },
+    // The duplicate-id cache: 10 × the batch size of 200 is enough.
+    Boundary {
+        rule: "an id cache of exactly 10 batches is enough",
+        change: |f, _| target_settings(f, json!({"idCacheSize": 2000})),
+        code: "duplicate-cache-small",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "an id cache one short of 10 batches is small",
+        change: |f, _| target_settings(f, json!({"idCacheSize": 1999})),
+        code: "duplicate-cache-small",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "an id cache of 1 is small, not off",
+        change: |f, _| target_settings(f, json!({"idCacheSize": 1})),
+        code: "duplicate-cache-off",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "unknown address settings leave the effective id cache size unknown",
+        change: |f, _| f.target.queue.settings = None,
+        code: "duplicate-cache-size-unknown",
+        expect: Raised(Kind::Unknown),
+    },
+    // Ring queues: Artemis takes -1 as "not a ring"; a ring of 0 keeps (almost) nothing.
+    Boundary {
+        rule: "a ring of 0 is a ring, too small for any selection",
+        change: |f, _| tq(f).ring_size = Some(0),
+        code: "ring-too-small",
+        expect: Raised(Kind::Refused),
+    },
+];
+
+#[test]
+fn every_rule_holds_at_its_boundary() {
+    for Boundary { rule, change, code, expect } in BOUNDARIES {
+        let mut facts = healthy();
+        let mut p = plan(Mode::Move, Selection::All);
+        change(&mut facts, &mut p);
+        let found = codes(&preview(&p, &facts, &PreviewSettings::default()));
+        let got = found.iter().find(|(_, c)| c == code).map_or(Absent, |(k, _)| Raised(*k));
+        assert_eq!(got, *expect, "{rule}: {code}; all findings {found:?}");
     }
 }

@@ -35,6 +35,11 @@ pub struct ConnectOptions {
     pub min_large_message_size: usize,
     /// Largest frame accepted from the broker.
     pub max_frame_len: usize,
+    /// `true` (the default): ping every TTL/2 and fail the connection when nothing arrives for a TTL. `false` is
+    /// a test seam: the first PING still announces `connection_ttl`, then the client neither pings nor watches,
+    /// so a test can see the broker enforce the TTL it was told (`tests/broker/ttl.rs`). Never `false` in real
+    /// use: the broker drops a connection that sends nothing for a TTL, and a dead broker would go unnoticed.
+    pub keepalive: bool,
 }
 
 impl ConnectOptions {
@@ -51,6 +56,7 @@ impl ConnectOptions {
             versions: ProtocolVersion::FALLBACK_ORDER.to_vec(),
             min_large_message_size: crate::protocol::large::DEFAULT_CHUNK_SIZE,
             max_frame_len: crate::protocol::DEFAULT_MAX_FRAME_LEN,
+            keepalive: true,
         }
     }
 
@@ -109,6 +115,7 @@ impl fmt::Debug for ConnectOptions {
             .field("versions", &self.versions)
             .field("min_large_message_size", &self.min_large_message_size)
             .field("max_frame_len", &self.max_frame_len)
+            .field("keepalive", &self.keepalive)
             .finish()
     }
 }

@@ -199,7 +199,9 @@ impl Task {
 
     fn housekeeping(&mut self) -> Option<CloseReason> {
         let now = Instant::now();
-        match self.keepalive.poll(now) {
+        // `keepalive: false` is the test seam of `ConnectOptions::keepalive`: no pings, no watchdog.
+        let due = if self.shared.options.keepalive { self.keepalive.poll(now) } else { Due::Nothing };
+        match due {
             Due::Nothing => {}
             Due::Ping => {
                 let ttl = i64::try_from(self.keepalive.ttl().as_millis()).unwrap_or(i64::MAX);

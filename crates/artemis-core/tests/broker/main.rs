@@ -15,6 +15,8 @@ mod fidelity;
 mod flow;
 mod kill;
 mod large;
+mod login;
 mod pipeline;
 mod support;
 mod transactions;
+mod ttl;
