@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod orphans;
 pub mod preview;
 pub mod run;
 
@@ -69,6 +70,8 @@ pub enum Command {
     Runs(run::RunsCommand),
     /// Follow a run with a progress bar until it ends, then print its summary.
     Watch(run::WatchArgs),
+    /// Staging queues no run owns: list them, or return one's messages to their original queues.
+    Orphans(orphans::OrphansArgs),
 }
 
 /// `worker` options.
@@ -155,8 +158,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 executor: config.executor(),
                 shutdown_timeout: Duration::from_secs(config.worker.shutdown_timeout_secs),
             };
-            let registry = worker::transfer_registry(&pool, crate::transfer::relay::RelayConfig::default())
-?;
+            let registry = worker::transfer_registry(&pool, crate::transfer::relay::RelayConfig::default())?;
             worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
@@ -180,6 +182,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Runs(command) => run::runs(&connect(&config, 2).await?, command).await,
         Command::Watch(args) => run::watch(&connect(&config, 2).await?, args).await,
+        Command::Orphans(args) => orphans::run(&connect(&config, 2).await?, args).await,
     }
 }
 

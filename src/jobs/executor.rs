@@ -8,9 +8,10 @@
 //!
 //! The heartbeat and the handler race: if the lease is lost (or cannot be renewed before it expires), the
 //! handler's future is dropped on the spot, so it starts no further broker call, and nothing more is
-//! written (SPEC §7 I5). Bookkeeping writes (retry, snooze, end) are retried briefly on transient database
-//! errors; if they still fail the job stays leased and is taken over when the lease expires, at the cost of
-//! an attempt.
+//! written (SPEC §7 I5) — unless the job turns out completed by this very attempt (the heartbeat came between
+//! the handler's completing commit and its return), whose outcome is then awaited and taken as it is.
+//! Bookkeeping writes (retry, snooze, end) are retried briefly on transient database errors; if they still fail
+//! the job stays leased and is taken over when the lease expires, at the cost of an attempt.
 
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use crate::jobs::handler::{JobContext, Outcome, Registry};
 use crate::jobs::lease::{Lease, RunEnd};
 use crate::jobs::model::{ClaimedJob, JobState, RunState};
 use crate::jobs::retry::RetryPolicy;
+use crate::jobs::store::job as jobs;
 use crate::jobs::wake::Wake;
 
 /// Jobs of one run a task runs in a row through continuations before the next one goes back to the queue.
@@ -132,15 +134,26 @@ impl Executor {
             stop_requested: claimed.stop_requested,
             reclaimed: claimed.reclaimed,
         };
+        let handled = handler.handle(&ctx);
+        tokio::pin!(handled);
         let outcome = tokio::select! {
             // The handler first: when it finished in the same instant the lease went (its own commit ended
             // the lease), its outcome is the truth.
             biased;
-            outcome = handler.handle(&ctx) => outcome,
+            outcome = &mut handled => outcome,
             lost = keep_alive(&lease, self.config.heartbeat, self.config.lease) => {
-                ctx.cancel.cancel();
-                tracing::warn!(reason = %lost, "lease lost: the handler was dropped and nothing more is written");
-                return (Ok(Executed::LeaseLost), None);
+                if self.completed_by(&claimed).await {
+                    // The heartbeat came between the handler's completing commit and its return (it ticked while
+                    // the handler closed its connections, or waited on the rows the commit held): only the lease
+                    // holder completes a job, so this attempt did. Its outcome carries any continuation the commit
+                    // leased to this worker; dropping it would strand that job until its lease ran out.
+                    tracing::debug!(reason = %lost, "the heartbeat found the job completed by this attempt's commit");
+                    handled.await
+                } else {
+                    ctx.cancel.cancel();
+                    tracing::warn!(reason = %lost, "lease lost: the handler was dropped and nothing more is written");
+                    return (Ok(Executed::LeaseLost), None);
+                }
             }
         };
         let executed = match outcome {
@@ -162,6 +175,20 @@ impl Executor {
             }
         };
         (executed, None)
+    }
+
+    /// Whether `claimed`'s job was completed by this very attempt: completed, and not claimed again since (a claim
+    /// counts an attempt; only the lease holder completes a job). `false` when that cannot be read: the handler is
+    /// then dropped, as for any lost lease.
+    async fn completed_by(&self, claimed: &ClaimedJob) -> bool {
+        match jobs::job_get(&self.pool, claimed.job.id).await {
+            Ok(Some(row)) => row.state == JobState::Completed && row.attempt == claimed.job.attempt,
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the job after its lease was lost");
+                false
+            }
+        }
     }
 
     async fn retry_or_interrupt(

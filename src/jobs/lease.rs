@@ -107,6 +107,23 @@ impl Lease {
         Error::LeaseLost { job: self.job, token: self.token }
     }
 
+    /// Opens a transaction of this lease's holder whose idle time Postgres bounds by the lease's duration. A holder
+    /// frozen inside it (SIGSTOP, a VM or GC pause) would otherwise keep the job's and run's rows locked for as
+    /// long as it is frozen, and since claims skip locked rows, no other worker could take the job over however
+    /// long ago its lease expired. Postgres ends such a session instead, rolling the transaction back; the holder,
+    /// when it wakes, finds its connection gone and writes nothing (SPEC §7 I5). No broker call is ever made inside
+    /// these transactions, so a live holder never comes near the bound.
+    async fn begin_bounded(&self) -> Result<Transaction<'static, Postgres>, Error> {
+        let mut tx = self.pool.begin().await.db("begin")?;
+        let idle_ms = self.duration.as_millis().max(1).to_string();
+        sqlx::query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)")
+            .bind(idle_ms)
+            .execute(&mut *tx)
+            .await
+            .db("bound the transaction's idle time")?;
+        Ok(tx)
+    }
+
     /// Extends the lease; [`Error::LeaseLost`] when the token no longer holds it.
     pub async fn heartbeat(&self) -> Result<DateTime<Utc>, Error> {
         jobs::job_heartbeat(&self.pool, self.job, self.token, self.duration).await?.ok_or_else(|| self.lost())
@@ -114,7 +131,7 @@ impl Lease {
 
     /// Opens the handler's transaction, fenced by this lease; [`Error::LeaseLost`] when it is already lost.
     pub async fn begin(&self) -> Result<FencedTx, Error> {
-        let mut tx = self.pool.begin().await.db("begin")?;
+        let mut tx = self.begin_bounded().await?;
         let stop_requested =
             jobs::job_lock_fenced(&mut *tx, self.run, self.job, self.token).await?.ok_or_else(|| self.lost())?;
         Ok(FencedTx { tx, lease: self.clone(), completed: false, poke_after_commit: false, stop_requested, next: None })
@@ -122,7 +139,7 @@ impl Lease {
 
     /// The job failed transiently: pending again at `at`, with `error` recorded.
     pub async fn retry(&self, at: DateTime<Utc>, error: &str) -> Result<(), Error> {
-        let mut tx = self.pool.begin().await.db("begin")?;
+        let mut tx = self.begin_bounded().await?;
         if !jobs::job_retry(&mut *tx, self.job, self.token, at, error).await? {
             return Err(self.lost());
         }
@@ -134,7 +151,7 @@ impl Lease {
 
     /// The job is not ready (pacing, room, permits): pending again at `until`, attempt given back.
     pub async fn snooze(&self, until: DateTime<Utc>) -> Result<(), Error> {
-        let mut tx = self.pool.begin().await.db("begin")?;
+        let mut tx = self.begin_bounded().await?;
         if !jobs::job_snooze(&mut *tx, self.job, self.token, until).await? {
             return Err(self.lost());
         }
@@ -146,7 +163,7 @@ impl Lease {
 
     /// Gives back a job that was claimed but never started (shutdown): due now, attempt given back.
     pub async fn release(&self) -> Result<(), Error> {
-        let mut tx = self.pool.begin().await.db("begin")?;
+        let mut tx = self.begin_bounded().await?;
         if !jobs::job_release(&mut *tx, self.job, self.token).await? {
             return Err(self.lost());
         }
@@ -158,7 +175,7 @@ impl Lease {
     /// Ends the job and its run in one transaction: the job failed or cancelled, the run in an ended state,
     /// its slot released (and announced), an event recorded.
     pub async fn end_run(&self, end: &RunEnd) -> Result<(), Error> {
-        let mut tx = self.pool.begin().await.db("begin")?;
+        let mut tx = self.begin_bounded().await?;
         if jobs::job_lock_fenced(&mut *tx, self.run, self.job, self.token).await?.is_none() {
             return Err(self.lost());
         }

@@ -59,6 +59,11 @@ pub struct ProbeSpec {
     /// See `stall_ms`.
     #[serde(default = "first_attempt")]
     pub stall_attempt: i32,
+    /// Linger this long after the commit before returning, as a handler closing its broker connections does:
+    /// a heartbeat in between finds the job completed by the handler's own commit, which must not strand the
+    /// continuation the commit leased to this worker.
+    #[serde(default)]
+    pub linger_ms: u64,
 }
 
 fn first_attempt() -> i32 {
@@ -142,6 +147,9 @@ async fn run(ctx: &JobContext) -> Result<Outcome, Error> {
     match result {
         Ok(committed) => {
             log.write("committed");
+            if spec.linger_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(spec.linger_ms)).await;
+            }
             Ok(Outcome::Committed(committed))
         }
         Err(e) => {

@@ -216,11 +216,6 @@ fn check_confirmation(run: Uuid, row: &PreviewedRow, confirm: &Confirmation, cap
     if plan.mode == Mode::Copy {
         return Err(ActionError::Unsupported("copy runs are not built yet (issue 7); preview a move instead".into()));
     }
-    if plan.same_node() {
-        return Err(ActionError::Unsupported(
-            "a move between two queues of the same node is not built yet; use the broker's own move".into(),
-        ));
-    }
     Ok(plan)
 }
 
@@ -248,10 +243,20 @@ pub async fn execute(
             }))
             .execute(pool)
             .await?;
-        start(pool, run, &plan, Phase::Prepare, operator, default_max_attempts).await
+        start(pool, run, &plan, first_phase(&plan), operator, default_max_attempts).await
     }
     .await;
     audited(pool, operator, "execute", run, result).await
+}
+
+/// A move between two queues of one node is the broker's own move (no staging); any other starts by preparing
+/// staging.
+fn first_phase(plan: &Plan) -> Phase {
+    if plan.same_node() {
+        Phase::LocalMove
+    } else {
+        Phase::Prepare
+    }
 }
 
 async fn start(
@@ -314,7 +319,11 @@ pub async fn resume(
     let result = async {
         let (plan, row) = resumable(pool, run, "resume").await?;
         clear_stop(pool, run).await?;
-        let phase = if row.staging_queue.is_some() { Phase::Relay } else { Phase::Prepare };
+        let phase = match (plan.same_node(), row.staging_queue.is_some()) {
+            (true, _) => Phase::LocalMove,
+            (false, true) => Phase::Relay,
+            (false, false) => Phase::Prepare,
+        };
         start(pool, run, &plan, phase, operator, default_max_attempts).await
     }
     .await;
@@ -333,6 +342,13 @@ pub async fn return_to_source(
         let (plan, _) = resumable(pool, run, "return to source").await?;
         if plan.mode != Mode::Move {
             return Err(ActionError::Unsupported("only a move has anything to return".into()));
+        }
+        if plan.same_node() {
+            return Err(ActionError::Unsupported(
+                "a move on one node holds nothing in staging: what it moved is on the target queue, and the rest \
+                 is still on the source queue; to put messages back, preview a move from the target queue"
+                    .into(),
+            ));
         }
         clear_stop(pool, run).await?;
         start(pool, run, &plan, Phase::Return, operator, default_max_attempts).await

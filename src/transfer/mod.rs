@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod facts;
 pub mod gather;
+pub mod orphans;
 pub mod outbound;
 pub mod plan;
 pub mod preview;

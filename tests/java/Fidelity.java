@@ -4,6 +4,7 @@
 //
 //   java -cp <build>:<ARTEMIS_HOME>/lib/* Fidelity produce --url U --user X --password P --queue Q --count N
 //        [--prefix ID] [--kinds text,bytes,map,stream,object,bare] [--body-size BYTES] [--batch N]
+//        [--scheduled-delay-ms MS]   (each message scheduled for delivery MS after it is sent: _AMQ_SCHED_DELIVERY)
 //   java ... Fidelity consume --url U --user X --password P --queue Q [--max N] [--timeout-ms MS]
 //   java ... Fidelity browse  --url U --user X --password P --queue Q [--max N] [--filter SELECTOR]
 //
@@ -82,6 +83,7 @@ public final class Fidelity {
         String[] kinds = opts.getOrDefault("kinds", "text,bytes,map,stream,object,bare").split(",");
         int bodySize = Integer.parseInt(opts.getOrDefault("body-size", "0"));
         int batch = Integer.parseInt(opts.getOrDefault("batch", "100"));
+        long scheduledDelay = Long.parseLong(opts.getOrDefault("scheduled-delay-ms", "0"));
         Session session = connection.createSession(true, Session.SESSION_TRANSACTED);
         Queue queue = session.createQueue(require(opts, "queue"));
         MessageProducer producer = session.createProducer(queue);
@@ -90,6 +92,12 @@ public final class Fidelity {
             String id = prefix + i;
             Message m = body(session, kind, id, bodySize);
             headersAndProperties(session, m, id, i, opts);
+            if (scheduledDelay > 0) {
+                // The Core scheduled-delivery property: the broker holds the message back until then.
+                ((ActiveMQMessage) m).getCoreMessage().putLongProperty(
+                    org.apache.activemq.artemis.api.core.Message.HDR_SCHEDULED_DELIVERY_TIME,
+                    System.currentTimeMillis() + scheduledDelay);
+            }
             int mode = i % 2 == 0 ? DeliveryMode.PERSISTENT : DeliveryMode.NON_PERSISTENT;
             if (opts.containsKey("durable-only")) {
                 mode = DeliveryMode.PERSISTENT;

@@ -51,6 +51,8 @@ async fn crash_after(step: &str, selection_by_ids: bool) {
     let (state, counters) = world.wait_run(stored.run_id, &["succeeded"], Duration::from_secs(180)).await;
     assert_eq!(state, "succeeded", "{counters:?}");
     assert_eq!(counters.delivered, 120, "{counters:?}");
+    // Everything that entered staging was delivered: the run's "held in staging" (staged − delivered) ends at 0.
+    assert_eq!(counters.staged, 120, "{counters:?}");
 
     let on_target = census(bed.node("west-1"), &target).await;
     let left = census(bed.node("east-1"), &source).await;

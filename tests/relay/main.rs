@@ -3,8 +3,11 @@
 
 mod conditions;
 mod crash;
+mod faults;
 mod large;
+mod local;
 mod moves;
+mod orphans;
 mod outbound;
 mod returns;
 mod staging;

@@ -123,6 +123,27 @@ pub async fn produce(node: &Node, queue: &str, opts: &Produce) {
     run(node, "produce", queue, &extra).await;
 }
 
+/// Like [`produce`], every message scheduled for delivery `delay_ms` after it is sent (`_AMQ_SCHED_DELIVERY`):
+/// the broker holds it back (counted in `ScheduledCount`, invisible to browsers) until then.
+pub async fn produce_scheduled(node: &Node, queue: &str, opts: &Produce, delay_ms: u64) {
+    let mut extra = vec![
+        "--count".to_string(),
+        opts.count.to_string(),
+        "--prefix".into(),
+        opts.prefix.clone(),
+        "--kinds".into(),
+        opts.kinds.clone(),
+        "--body-size".into(),
+        opts.body_size.to_string(),
+        "--scheduled-delay-ms".into(),
+        delay_ms.to_string(),
+    ];
+    if opts.durable_only {
+        extra.push("--durable-only".into());
+    }
+    run(node, "produce", queue, &extra).await;
+}
+
 /// Like [`produce`], with parameters added to the Java client's connection URL, e.g.
 /// `compressLargeMessage=true` or `minLargeMessageSize=10240`.
 pub async fn produce_with_url_params(node: &Node, url_params: &str, queue: &str, opts: &Produce) {

@@ -4,8 +4,8 @@
 //! them. A [`ScratchBroker`] is a fresh instance made with `artemis create` from the
 //! test bed's distribution, in its own folder under the test bed's `scratch/`,
 //! on a free port, started as a child of the test process. It can be paused
-//! (SIGSTOP), resumed, stopped cleanly (SIGTERM) or killed (SIGKILL); dropping
-//! it kills it and deletes its folder. By default only its Core acceptor listens; [`ScratchOptions`] adds
+//! (SIGSTOP), resumed, stopped cleanly (SIGTERM) or killed (SIGKILL), and restarted on its own data;
+//! dropping it kills it and deletes its folder. By default only its Core acceptor listens; [`ScratchOptions`] adds
 //! the web console (Jolokia) and edits of its `broker.xml` (a disk limit, `#` settings, security).
 
 use std::net::TcpListener;
@@ -112,21 +112,22 @@ impl ScratchBroker {
             }
             std::fs::write(&xml_path, xml).expect("the scratch broker.xml");
         }
-        let log = std::fs::File::create(dir.join("run.out")).expect("scratch log");
-        let child = tokio::process::Command::new(dir.join("bin").join("artemis"))
-            .arg("run")
-            .current_dir(&dir)
-            .env("JAVA_ARGS_APPEND", "-Xms64M")
-            .env_remove("JAVA_ARGS")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("scratch log"))
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("cannot start the scratch broker");
+        let child = run_instance(&dir);
         let mut broker = ScratchBroker { dir, child: Some(child), core_port, http_port, user, password };
         broker.wait_ready().await;
         broker
+    }
+
+    /// Starts the broker again in the same instance folder, keeping its data (journal, bindings, paging), after
+    /// [`ScratchBroker::kill`] or [`ScratchBroker::terminate`]; waits until it answers, as
+    /// [`ScratchBroker::start`] does. Panics if it is still running.
+    pub async fn restart(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let exited = child.try_wait().ok().flatten();
+            assert!(exited.is_some(), "restart of a scratch broker that is still running: kill or terminate it first");
+        }
+        self.child = Some(run_instance(&self.dir));
+        self.wait_ready().await;
     }
 
     async fn wait_ready(&mut self) {
@@ -214,6 +215,23 @@ impl ScratchBroker {
             let _ = child.kill().await;
         }
     }
+}
+
+/// `bin/artemis run` in the instance folder `dir`, its output appended to `run.out` (a restart keeps the first
+/// run's output before its own).
+fn run_instance(dir: &std::path::Path) -> tokio::process::Child {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("run.out")).expect("scratch log");
+    tokio::process::Command::new(dir.join("bin").join("artemis"))
+        .arg("run")
+        .current_dir(dir)
+        .env("JAVA_ARGS_APPEND", "-Xms64M")
+        .env_remove("JAVA_ARGS")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("scratch log"))
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("cannot start the scratch broker")
 }
 
 impl Drop for ScratchBroker {

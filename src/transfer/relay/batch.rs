@@ -26,7 +26,7 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::ends::NodeAccess;
-use super::guard::{check_target, BatchSize, TargetCheck};
+use super::guard::{check_target, recheck_before_commit, BatchSize, QueueView, TargetCheck};
 use super::spool::{Spool, SpoolFile};
 use super::state::{self, MoveRun, RefillIntent};
 use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
@@ -41,6 +41,10 @@ use crate::transfer::staging::{self, StagingSpec};
 /// How long a batch waits before looking again when staging's messages are still held by a consumer that
 /// has gone (the broker gives them back when that connection's TTL runs out).
 const HELD_ELSEWHERE_RETRY: Duration = Duration::from_secs(2);
+
+/// How long a committed batch's connections may take to close before they are dropped: well under a lease, since
+/// the continuation's lease runs unrenewed meanwhile.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// A received staging message and, for a large one, its spooled body.
 pub(crate) struct Received {
@@ -128,7 +132,7 @@ pub async fn prepare(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, Relay
 
 /// Creates the target queue the preview said the run would create (durable, anycast, no filter): never left
 /// to auto-create, because a send to a missing queue is dropped silently.
-async fn create_target_queue(target: &NodeAccess, run: &MoveRun) -> Result<(), RelayError> {
+pub(crate) async fn create_target_queue(target: &NodeAccess, run: &MoveRun) -> Result<(), RelayError> {
     let queue = &run.plan.target;
     let mut config = QueueConfig::plain_anycast(&queue.queue);
     config.address = queue.address().to_string();
@@ -202,6 +206,14 @@ pub async fn relay(
         reconciled = missing.len() as i64;
         still_in_doubt = run.relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
         if let Some(intent) = run.relay.refill.take() {
+            if intent.ids.is_none() {
+                // A filter's refill whose result was never written moved an unknown number: every message that
+                // entered staging is still there (in delivery included), delivered, dead-lettered or returned, so
+                // broker truth gives what was staged. Never lowered: a move still finishing only adds to staging.
+                let left_staging =
+                    run.counters.delivered + reconciled + run.counters.dead_lettered + run.counters.returned;
+                run.counters.staged = run.counters.staged.max(held + left_staging);
+            }
             settle_refill_intent(&source, &mut run, &staging_queue, &intent, &listed, id_chunk(&settings)).await?;
         }
     }
@@ -243,6 +255,10 @@ pub async fn relay(
     }
     fault::reach("receive");
 
+    // The target queue as it is before anything is sent, to be checked again before the target commit.
+    let target_conn = target.connect(config.connection_ttl).await?;
+    let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display()).await?;
+
     // 3. Record the batch's staging ids as in doubt, fenced, before anything is sent.
     let batch_ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
     {
@@ -258,7 +274,6 @@ pub async fn relay(
     fault::reach("in-doubt");
 
     // 4. Send to the target FQQN in one transaction, each with its duplicate id and trace.
-    let target_conn = target.connect(config.connection_ttl).await?;
     let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
     let routing = facts
         .queue
@@ -278,8 +293,21 @@ pub async fn relay(
         queue: run.plan.source.queue.clone(),
     };
     let (prepared, missing_original) = outbound_batch(&received, &out_target, &origin);
-    let (already, one_by_one) = match send_batch(&target_session, &received, &prepared).await {
+    let (already, one_by_one) = match send_batch(&target_session, &watch, &received, &prepared).await {
         Ok(sent) => sent,
+        Err(SendFailure::Refused { words, one_by_one }) => {
+            // Rolled back on the target: the batch is in staging only (in one-by-one mode the messages before
+            // the refusal may be on the target as well, so the batch stays in doubt).
+            drop(consumer);
+            let _ = session.rollback().await;
+            if !one_by_one {
+                run.relay.in_doubt = still_in_doubt;
+            }
+            let mut tx = ctx.lease.begin().await?;
+            state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+            tx.commit_progress().await?;
+            return Err(RelayError::Refused(words));
+        }
         Err(SendFailure::Full(e)) => {
             drop(consumer);
             let _ = session.rollback().await;
@@ -331,11 +359,17 @@ pub async fn relay(
     let committed = tx.commit().await?;
     fault::reach("pg-commit");
 
-    let _ = consumer.close().await;
-    let _ = session.close().await;
-    let _ = target_session.close().await;
-    let _ = source_conn.close().await;
-    let _ = target_conn.close().await;
+    // The job is committed and its continuation may already be leased to this worker, unrenewed until this
+    // returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over) gets
+    // CLOSE_WAIT, then whatever is still open is dropped (its sockets closed).
+    let closing = async move {
+        let _ = consumer.close().await;
+        let _ = session.close().await;
+        let _ = target_session.close().await;
+        let _ = source_conn.close().await;
+        let _ = target_conn.close().await;
+    };
+    let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
     if ctx.stop_requested {
         // The in-doubt batch is settled; the stop request ends the run at the next claim.
         tracing::info!(run = %run.id, "settled the in-doubt batch before stopping");
@@ -421,53 +455,110 @@ pub(crate) struct Full {
 pub(crate) enum SendFailure {
     /// The address is full: wait for room.
     Full(Full),
+    /// The target queue changed while the batch was being sent (deleted, disabled, …; see
+    /// [`recheck_before_commit`]): the transaction was rolled back instead of committed.
+    Refused {
+        /// Why, in words.
+        words: String,
+        /// Whether it came in one-by-one mode (the messages before it may be committed on the target).
+        one_by_one: bool,
+    },
     /// Anything else.
     Other(artemis_core::Error),
 }
 
-/// Sends a batch to the target in one transaction and commits it. Artemis rejects a whole transaction that
-/// holds one duplicate: then the batch goes again one message per transaction, each duplicate being a message
-/// the target already has. Returns (messages already on the target, whether it went one by one).
+/// The target queue as a batch found it just before sending, checked again before every target commit: the
+/// guard's look at the start of the batch is too early for a queue deleted or disabled while the batch is sent
+/// (see [`recheck_before_commit`]). A Core queue query each time: no management permit.
+pub(crate) struct TargetWatch<'a> {
+    conn: &'a artemis_core::Connection,
+    queue: String,
+    display: String,
+    before: QueueView,
+}
+
+impl<'a> TargetWatch<'a> {
+    /// Looks at the target queue `queue` (`display` for words) before anything is sent.
+    pub(crate) async fn start(
+        conn: &'a artemis_core::Connection,
+        queue: &str,
+        display: &str,
+    ) -> Result<TargetWatch<'a>, RelayError> {
+        match conn.queue_query(queue).await? {
+            Some(info) => {
+                let before = QueueView::from(&info);
+                recheck_before_commit(display, &before, Some(&before)).map_err(RelayError::Refused)?;
+                Ok(TargetWatch { conn, queue: queue.to_string(), display: display.to_string(), before })
+            }
+            None => Err(RelayError::Refused(format!(
+                "the target queue {display} no longer exists: a send would be dropped or re-create it by \
+                 auto-create, so nothing was sent"
+            ))),
+        }
+    }
+
+    async fn check(&self, one_by_one: bool) -> Result<(), SendFailure> {
+        let after = self.conn.queue_query(&self.queue).await.map_err(SendFailure::Other)?;
+        recheck_before_commit(&self.display, &self.before, after.map(|q| QueueView::from(&q)).as_ref())
+            .map_err(|words| SendFailure::Refused { words, one_by_one })
+    }
+}
+
+/// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still
+/// acceptable after the sends. Artemis rejects a whole transaction that holds one duplicate: then the batch goes
+/// again one message per transaction, each duplicate being a message the target already has. Returns (messages
+/// already on the target, whether it went one by one).
 pub(crate) async fn send_batch(
     target_session: &artemis_core::Session,
+    watch: &TargetWatch<'_>,
     received: &[Received],
     prepared: &[artemis_core::protocol::message::MessageHeaders],
 ) -> Result<(i64, bool), SendFailure> {
     let producer = target_session.producer(None);
     let all = async {
         for (r, headers) in received.iter().zip(prepared) {
-            send_one(&producer, r, headers).await?;
+            send_one(&producer, r, headers).await.map_err(SendFailure::Other)?;
         }
-        target_session.commit().await
+        watch.check(false).await?;
+        target_session.commit().await.map_err(SendFailure::Other)
     };
     match all.await {
         Ok(()) => return Ok((0, false)),
-        Err(e) if e.is_duplicate_id() => {
+        Err(SendFailure::Other(e)) if e.is_duplicate_id() => {
             let _ = target_session.rollback().await;
         }
-        Err(e) if e.is_address_full() => {
+        Err(SendFailure::Other(e)) if e.is_address_full() => {
             let _ = target_session.rollback().await;
             return Err(SendFailure::Full(Full { error: e, one_by_one: false }));
         }
-        Err(e) => return Err(SendFailure::Other(e)),
+        Err(refused @ SendFailure::Refused { .. }) => {
+            let _ = target_session.rollback().await;
+            return Err(refused);
+        }
+        Err(e) => return Err(e),
     }
     let mut already = 0i64;
     for (r, headers) in received.iter().zip(prepared) {
         let single = async {
-            send_one(&producer, r, headers).await?;
-            target_session.commit().await
+            send_one(&producer, r, headers).await.map_err(SendFailure::Other)?;
+            watch.check(true).await?;
+            target_session.commit().await.map_err(SendFailure::Other)
         };
         match single.await {
             Ok(()) => {}
-            Err(e) if e.is_duplicate_id() => {
+            Err(SendFailure::Other(e)) if e.is_duplicate_id() => {
                 let _ = target_session.rollback().await;
                 already += 1;
             }
-            Err(e) if e.is_address_full() => {
+            Err(SendFailure::Other(e)) if e.is_address_full() => {
                 let _ = target_session.rollback().await;
                 return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
             }
-            Err(e) => return Err(SendFailure::Other(e)),
+            Err(refused @ SendFailure::Refused { .. }) => {
+                let _ = target_session.rollback().await;
+                return Err(refused);
+            }
+            Err(e) => return Err(e),
         }
     }
     Ok((already, true))
@@ -652,7 +743,7 @@ async fn nothing_received(
 
 /// The target has no room: wait (Waiting, backoff 1 s → 30 s) until `capacity wait` runs out, then stop saying
 /// why. A stop request is honoured while waiting (the job is pending, so the stop takes effect at once).
-async fn wait_for_room(
+pub(crate) async fn wait_for_room(
     ctx: &JobContext,
     run: &mut MoveRun,
     settings: &Settings,

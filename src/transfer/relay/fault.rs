@@ -5,7 +5,8 @@
 //!
 //! Steps, in a relay batch's order (SPEC §4.2): `refill` (after the broker's move into staging),
 //! `receive` (after the batch was received), `in-doubt` (after its ids were recorded), `target-commit`,
-//! `source-commit`, `pg-commit` (after the job's fenced commit); and `return` (after a return's broker move).
+//! `source-commit`, `pg-commit` (after the job's fenced commit); `return` (after a return's broker move); and
+//! `local-move` (after the broker's move of a chunk on one node, before its count is written).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
@@ -14,7 +15,8 @@ use std::sync::OnceLock;
 pub const VAR: &str = "ARTEMIS_TRANSFER_FAULT";
 
 /// The steps a fault can name.
-pub const STEPS: &[&str] = &["refill", "receive", "in-doubt", "target-commit", "source-commit", "pg-commit", "return"];
+pub const STEPS: &[&str] =
+    &["refill", "receive", "in-doubt", "target-commit", "source-commit", "pg-commit", "return", "local-move"];
 
 struct Fault {
     step: String,

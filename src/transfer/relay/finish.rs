@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::batch::{
     outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, staging_mbean, Limits, SendFailure,
+    TargetWatch,
 };
 use super::ends::NodeAccess;
 use super::state::{self, MoveRun};
@@ -217,8 +218,23 @@ async fn settle_in_doubt(
         }
         let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
         let (prepared, _) = outbound_batch(&received, &out_target(run), &origin(run));
-        match send_batch(&target_session, &received, &prepared).await {
+        // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
+        let stays = |words: String| {
+            RelayError::Refused(format!(
+                "{words}. The {} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
+                 on the target. Return again once the target accepts messages.",
+                wanted.len()
+            ))
+        };
+        let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display())
+            .await
+            .map_err(|e| match e {
+                RelayError::Refused(words) => stays(words),
+                other => other,
+            })?;
+        match send_batch(&target_session, &watch, &received, &prepared).await {
             Ok((a, _)) => already = a,
+            Err(SendFailure::Refused { words, .. }) => return Err(stays(words)),
             Err(SendFailure::Full(f)) => {
                 return Err(RelayError::transient("settling the batch in doubt: the target has no room", f.error))
             }

@@ -43,7 +43,8 @@ pub fn check_target(queue: &str, facts: &EndFacts, batch: BatchSize, threshold_p
         None => return TargetCheck::Unknown(format!("whether the target queue {queue} exists could not be read")),
         Some(None) => {
             return TargetCheck::Refuse(format!(
-                "the target queue {queue} no longer exists: a send would be dropped, so nothing was sent"
+                "the target queue {queue} no longer exists: a send would be dropped or re-create it by auto-create, \
+                 so nothing was sent"
             ))
         }
         Some(Some(state)) => state,
@@ -127,6 +128,72 @@ pub fn check_target(queue: &str, facts: &EndFacts, batch: BatchSize, threshold_p
         }
         _ => TargetCheck::Unknown("how full the target node's journal disk is could not be read".into()),
     }
+}
+
+/// The parts of a Core queue query (no management permit) that decide whether the target keeps what is sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueView {
+    /// Created by the broker's auto-create.
+    pub auto_created: bool,
+    /// Enabled (`None`: the broker did not say).
+    pub enabled: Option<bool>,
+    /// The queue's filter.
+    pub filter: Option<String>,
+    /// Purges its messages when its last consumer leaves.
+    pub purge_on_no_consumers: bool,
+}
+
+impl From<&artemis_core::QueueInfo> for QueueView {
+    fn from(q: &artemis_core::QueueInfo) -> QueueView {
+        QueueView {
+            auto_created: q.auto_created,
+            enabled: q.enabled,
+            filter: q.filter.clone(),
+            purge_on_no_consumers: q.purge_on_no_consumers,
+        }
+    }
+}
+
+/// The target queue as a Core queue query saw it just before a batch was sent (`before`) and just before the
+/// target commit (`after`, `None` when it no longer exists). The guard reads the target at the start of a batch,
+/// but the broker does not refuse what happens after that (seen live, docs/broker-notes.md): a send to the FQQN
+/// of a queue **deleted** since auto-creates a new one under the default `#` settings, and a queue **disabled**
+/// since takes the send and the commit and drops the messages. Neither may get a commit: `Err` says why, and the
+/// batch stays in staging.
+///
+/// A deleted queue that was itself auto-created cannot be told from its auto-created successor; the messages then
+/// land on the successor (kept, not dropped), and the run carries on there.
+pub fn recheck_before_commit(queue: &str, before: &QueueView, after: Option<&QueueView>) -> Result<(), String> {
+    let Some(after) = after else {
+        return Err(format!(
+            "the target queue {queue} was deleted while a batch was being sent: nothing of that batch was committed"
+        ));
+    };
+    if after.auto_created && !before.auto_created {
+        return Err(format!(
+            "the target queue {queue} was deleted while a batch was being sent (the broker re-created it by \
+             auto-create): nothing of that batch was committed"
+        ));
+    }
+    if after.enabled == Some(false) {
+        return Err(format!(
+            "the target queue {queue} was disabled: the broker drops what is sent to it, so the batch being sent \
+             was not committed"
+        ));
+    }
+    if after.filter.as_deref().is_some_and(|f| !f.is_empty()) && after.filter != before.filter {
+        return Err(format!(
+            "the target queue {queue} now has a filter ({}): messages it does not match would be dropped, so the \
+             batch being sent was not committed",
+            after.filter.as_deref().unwrap_or_default()
+        ));
+    }
+    if after.purge_on_no_consumers && !before.purge_on_no_consumers {
+        return Err(format!(
+            "the target queue {queue} now purges when it has no consumer: the batch being sent was not committed"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -244,6 +311,29 @@ mod tests {
     fn paging_targets_never_wait_for_address_size() {
         let page = with_settings(json!({"addressFullMessagePolicy": "PAGE", "maxSizeBytes": 1000}), 1_000_000, 0);
         assert_eq!(check_target("q", &page, BATCH, 90), TargetCheck::Go);
+    }
+
+    #[test]
+    fn a_target_changed_while_a_batch_was_sent_gets_no_commit() {
+        let plain = QueueView { enabled: Some(true), ..QueueView::default() };
+        assert_eq!(recheck_before_commit("q", &plain, Some(&plain)), Ok(()));
+        // An older broker that does not say whether the queue is enabled: unchanged is fine.
+        let silent = QueueView::default();
+        assert_eq!(recheck_before_commit("q", &silent, Some(&silent)), Ok(()));
+        let words = |after: Option<&QueueView>| recheck_before_commit("q", &plain, after).unwrap_err();
+        assert!(words(None).contains("deleted"));
+        assert!(words(Some(&QueueView { auto_created: true, ..plain.clone() })).contains("re-created"));
+        assert!(words(Some(&QueueView { enabled: Some(false), ..plain.clone() })).contains("disabled"));
+        assert!(words(Some(&QueueView { filter: Some("a = 1".into()), ..plain.clone() })).contains("filter"));
+        assert!(words(Some(&QueueView { purge_on_no_consumers: true, ..plain.clone() })).contains("purges"));
+        // A target that was auto-created to begin with stays acceptable (its successor cannot be told apart).
+        let auto = QueueView { auto_created: true, ..plain.clone() };
+        assert_eq!(recheck_before_commit("q", &auto, Some(&auto)), Ok(()));
+        // An empty filter is no filter.
+        assert_eq!(
+            recheck_before_commit("q", &plain, Some(&QueueView { filter: Some(String::new()), ..plain.clone() })),
+            Ok(())
+        );
     }
 
     #[test]

@@ -6,17 +6,21 @@
 //!                made and     then the next batch, paced)           selection exhausted:
 //!                verified)                                          staging removed)
 //!   return ──▶ return (settle in-doubt, broker move back, remove staging) ──▶ Returned
+//!
+//!   execute (source and target on one node) ──▶ local_move ──▶ local_move ──▶ … ──▶ Succeeded | Partial
+//!                                               (one chunk: the broker's own move, no staging, no relay)
 //! ```
 //!
 //! Parts: [`state`] (what the run row keeps), [`ends`] (live endpoints by NodeID), [`guard`] (the target
-//! re-check, pure), [`batch`] (one relay batch), [`finish`], [`spool`] (large bodies on disk), [`fault`] (the
-//! crash-test seam).
+//! re-check, pure), [`batch`] (one relay batch), [`finish`], [`local`] (a move on one node), [`spool`] (large
+//! bodies on disk), [`fault`] (the crash-test seam).
 
 pub mod batch;
 pub mod ends;
 pub mod fault;
 pub mod finish;
 pub mod guard;
+pub mod local;
 pub mod spool;
 pub mod state;
 
@@ -49,6 +53,9 @@ pub enum Phase {
     Finish,
     /// Return to source (§4.5).
     Return,
+    /// A move on one node (SPEC §2): one chunk of the broker's own move straight into the target queue, or the
+    /// end of the run once the selection is exhausted.
+    LocalMove,
 }
 
 impl Phase {
@@ -112,6 +119,7 @@ impl MoveHandler {
             Phase::Relay => batch::relay(self, ctx, &self.config, &self.spool).await,
             Phase::Finish => finish::finish(self, ctx).await,
             Phase::Return => finish::return_to_source(self, ctx, &self.config).await,
+            Phase::LocalMove => local::local_move(self, ctx).await,
         }
     }
 }

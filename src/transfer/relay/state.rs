@@ -30,6 +30,9 @@ pub struct RelayState {
     pub not_moved: Vec<i64>,
     /// How many times the finish found more of a filter's messages on the source and relayed again.
     pub finish_rechecks: u32,
+    /// A move on one node: ids whose `moveMessage` failed with an error (not a "not found"), handed to the
+    /// broker again before the cursor moves on. A failed call moved nothing: the broker's move is per message.
+    pub retry_ids: Vec<i64>,
 }
 
 /// A refill's intent (SPEC §4.1): recorded, fenced, before the broker's move.
@@ -76,6 +79,11 @@ pub struct Counters {
     pub already_on_target: i64,
     /// Relay batches committed.
     pub batches: i64,
+    /// A move on one node: messages whose fate the counters do not know, because the worker lost the broker's
+    /// answer to a move (a crash or an error between the call and the count's write). The broker moved each at
+    /// most once and never lost one, so each is either on the target queue or was never taken; for a filter this
+    /// is an upper bound (the lost call asked for this many).
+    pub uncertain: i64,
 }
 
 impl Counters {
@@ -253,6 +261,7 @@ mod tests {
             prepared: true,
             not_moved: vec![9],
             finish_rechecks: 1,
+            retry_ids: vec![11],
         };
         let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();
         assert_eq!(back, relay);

@@ -1,0 +1,145 @@
+//! `artemis-transfer orphans list|return`: staging queues no run owns (SPEC §2), listed on every node of every
+//! registered cluster, and returned message by message to the queues they came from. The work and the audit are in
+//! [`crate::transfer::orphans`]; this module parses and prints.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Subcommand;
+use sqlx::PgPool;
+
+use super::{error_chain, CliError};
+use crate::broker::permits::PermitSource;
+use crate::limiter::PgPermits;
+use crate::transfer::orphans::{self, ReturnRequest};
+
+/// `orphans` options.
+#[derive(Debug, clap::Args)]
+pub struct OrphansArgs {
+    /// The action.
+    #[command(subcommand)]
+    pub command: OrphansCommand,
+}
+
+/// Orphan actions.
+#[derive(Debug, Subcommand)]
+pub enum OrphansCommand {
+    /// List every `studio.transfer.<uuid>` queue that no run owns, with its message count, on every node of every
+    /// registered cluster (the dead message queues are never listed).
+    List {
+        /// Print JSON (`{"orphans": [...], "unchecked": [...]}`) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Return one orphan: each message back to its original queue (`_AMQ_ORIG_QUEUE`), those without one to the
+    /// queue given by --to; then remove the empty staging queue and its address settings.
+    Return {
+        /// The orphan as `cluster/node/studio.transfer.<uuid>`.
+        orphan: String,
+        /// A queue on the same node for messages that carry no original queue.
+        #[arg(long)]
+        to: Option<String>,
+        /// The staging queue's name, typed to confirm (the command says first what a return does).
+        #[arg(long)]
+        confirm: Option<String>,
+        /// Who does it (audited).
+        #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
+        operator: String,
+    },
+}
+
+/// What a return does, shown before the operator types the staging queue's name.
+pub const RETURN_WARNING: &str = "Each message goes back to the queue it was taken from (its _AMQ_ORIG_QUEUE), with a \
+     new message id, without expiration, at the tail of that queue; messages without one go to the --to queue. The \
+     empty staging queue and its address settings are then removed.";
+
+/// Runs `orphans …`.
+pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError> {
+    let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
+    match args.command {
+        OrphansCommand::List { json } => {
+            let found = match orphans::list(pool, Some(permits)).await {
+                Ok(found) => found,
+                Err(e) => {
+                    eprintln!("error: {}", error_chain(&e));
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let mut out = std::io::stdout().lock();
+            if json {
+                let text = serde_json::to_string_pretty(&found).expect("orphans serialise");
+                writeln!(out, "{text}").map_err(CliError::Output)?;
+            } else {
+                if found.orphans.is_empty() {
+                    writeln!(out, "no orphans on the nodes that answered").map_err(CliError::Output)?;
+                }
+                for o in &found.orphans {
+                    writeln!(out, "{}  {} messages", o.display(), o.messages).map_err(CliError::Output)?;
+                }
+                for u in &found.unchecked {
+                    writeln!(out, "{}/{}: could not be checked: {}", u.cluster, u.node, u.why)
+                        .map_err(CliError::Output)?;
+                }
+            }
+            Ok(if found.unchecked.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+        }
+        OrphansCommand::Return { orphan, to, confirm, operator } => {
+            let Some((cluster, node, queue)) = split_orphan(&orphan) else {
+                eprintln!("refused: name the orphan as cluster/node/studio.transfer.<uuid>, not `{orphan}`");
+                return Ok(ExitCode::from(2));
+            };
+            if confirm.as_deref() != Some(queue) {
+                eprintln!("{RETURN_WARNING}");
+                eprintln!("to return {orphan}, type the staging queue's name: --confirm {queue}");
+                return Ok(ExitCode::from(2));
+            }
+            let request =
+                ReturnRequest { cluster: cluster.into(), node: node.into(), queue: queue.into(), to, operator };
+            match orphans::return_orphan(pool, Some(permits), &request).await {
+                Ok(done) => {
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "returned {} messages from {orphan}; the staging queue is removed", done.total())
+                        .map_err(CliError::Output)?;
+                    for (q, n) in &done.to_original {
+                        writeln!(out, "  {n} to {q}").map_err(CliError::Output)?;
+                    }
+                    if done.to_named > 0 {
+                        let named = request.to.as_deref().unwrap_or("?");
+                        writeln!(out, "  {} without an original queue to {named}", done.to_named)
+                            .map_err(CliError::Output)?;
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) if e.is_refusal() => {
+                    eprintln!("refused: {e}");
+                    Ok(ExitCode::from(2))
+                }
+                Err(e) => {
+                    eprintln!("error: {}", error_chain(&e));
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+    }
+}
+
+/// `cluster/node/queue` → its parts (the queue may itself contain `/`).
+fn split_orphan(s: &str) -> Option<(&str, &str, &str)> {
+    let (cluster, rest) = s.split_once('/')?;
+    let (node, queue) = rest.split_once('/')?;
+    (!cluster.is_empty() && !node.is_empty() && !queue.is_empty()).then_some((cluster, node, queue))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orphans_are_named_cluster_node_queue() {
+        assert_eq!(split_orphan("east/east-1/studio.transfer.x"), Some(("east", "east-1", "studio.transfer.x")));
+        assert_eq!(split_orphan("east/east-1"), None);
+        assert_eq!(split_orphan("/east-1/q"), None);
+        assert_eq!(split_orphan("east/n/a/b"), Some(("east", "n", "a/b")));
+    }
+}

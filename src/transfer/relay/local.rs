@@ -1,0 +1,432 @@
+//! A move on one node (SPEC §2): source and target queues on the same broker, so no staging and no relay — the
+//! broker's own move straight into the target queue, `moveMessages(flushLimit, filter, target, false, count)` for
+//! a filter or the whole queue, `moveMessage(id, target)` for ids. One job per chunk (a batch's worth), paced like
+//! the relay, so a stop takes effect between chunks; each chunk's result is counted in a transaction fenced by the
+//! job's lease.
+//!
+//! **Why a crash cannot lose or double a message.** The broker moves each message in a transaction of its own
+//! (acknowledge on the source, route to the target, commit; `QueueImpl.moveReferences` passes no shared
+//! transaction), so whatever happens to this worker or to the broker, each message is on the source or on the
+//! target, once. What a crash can lose is the *answer*: how many the call moved. So, as a refill does (batch.rs),
+//! each call's intent is recorded, fenced, before it is made, and its result after. A job that finds an intent
+//! still recorded settles it from broker truth:
+//!
+//! - ids: the intent's ids are handed to the broker again. An id still on the source moves now and is counted;
+//!   one in delivery or scheduled is not taken (classified at the end); any other one was moved by the lost call
+//!   — or was consumed or expired at that very moment: the two cannot be told apart, so it is counted as
+//!   [`Counters::uncertain`](super::state::Counters::uncertain).
+//! - a filter or the whole queue: the lost call moved between none and its count, and nothing the broker keeps
+//!   says how many (the copies carry `_AMQ_ORIG_QUEUE`, but the target may be consumed, and counting it scans only
+//!   a browse page). The count asked is added to `uncertain` as an upper bound, and the run ends Partial saying
+//!   so, with `selected` unknown for a filter. This is acceptable because only the counters are unsure — every
+//!   message is exactly once on a broker (SPEC §7 I1), the window is one management call wide, and the run says
+//!   what it does not know rather than guessing.
+//!
+//! The target is re-checked before every chunk as a relay batch re-checks it (a target that became filtered,
+//! disabled, DROP or purging fails the run before the broker's move would drop messages into it; a target short
+//! of room makes the run wait), because the broker's move routes like a send: a dropping target would lose the
+//! moved copy after the source was acknowledged.
+
+use std::collections::HashSet;
+
+use chrono::Utc;
+use serde_json::json;
+
+use super::batch::{create_target_queue, source_queue_mbean, wait_for_room};
+use super::ends::NodeAccess;
+use super::guard::{check_target, BatchSize, TargetCheck};
+use super::state::{self, MoveRun, RefillIntent};
+use super::{fault, MoveHandler, Phase, RelayError};
+use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
+use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::settings::{self, Settings};
+use crate::jobs::RunState;
+use crate::transfer::gather::end_facts;
+use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::staging::{self, Selected, StagingError};
+
+/// How many times the end sends a filter run back to moving because matching messages reappeared on the source
+/// (given back by a consumer after the last chunk); after that they are counted as not taken.
+const MAX_FINISH_RECHECKS: u32 = 3;
+
+/// A message's size when nothing better is known, for the target's room check before a chunk.
+const ASSUMED_MESSAGE_BYTES: i64 = 1024;
+
+/// One job of a move on one node: settle a lost answer, then move one chunk, or end the run once the selection
+/// is exhausted.
+pub async fn local_move(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+    let started = Utc::now();
+    let settings = settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("reading the settings", e))?;
+    let mut run = {
+        let mut conn = ctx.pool.acquire().await?;
+        state::load(&mut conn, ctx.job.run_id.0).await?
+    };
+    if run.plan.mode != Mode::Move || !run.plan.same_node() {
+        return Err(RelayError::Refused(format!(
+            "run {} is not a move between two queues of one node; a move on one node cannot run it",
+            run.id
+        )));
+    }
+    let node = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let source = source_queue_mbean(&node, &run);
+    let chunk = id_chunk(&settings);
+
+    if let Some(intent) = run.relay.refill.take() {
+        let settled = settle(&node, &source, &mut run, &intent, chunk).await?;
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        state::event(tx.conn(), run.id, "local_move_settled", settled).await?;
+        tx.commit_progress().await?;
+    }
+    if ctx.stop_requested {
+        return Ok(Outcome::Stop { reason: run.stop_reason.clone().unwrap_or_else(|| "stop requested".into()) });
+    }
+
+    if !run.relay.prepared {
+        if run.create_target {
+            create_target_queue(&node, &run).await?;
+        }
+        run.relay.prepared = true;
+        if run.counters.selected.is_none() {
+            run.counters.selected = match &run.plan.selection {
+                Selection::Ids(ids) => Some(ids.len() as i64),
+                Selection::All | Selection::Filter(_) => run.selection_size,
+            };
+        }
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        state::event(
+            tx.conn(),
+            run.id,
+            "local_move_started",
+            json!({ "node": node.label, "source": run.plan.source.queue, "target": run.plan.target.queue }),
+        )
+        .await?;
+        tx.commit_progress().await?;
+    }
+
+    if run.relay.exhausted && run.relay.retry_ids.is_empty() {
+        return finish(ctx, &node, &source, &mut run).await;
+    }
+
+    // The target, re-checked as before a relay batch.
+    let batch = settings.batch_size.max(1);
+    let estimate = BatchSize {
+        messages: i64::from(batch),
+        bytes: (ASSUMED_MESSAGE_BYTES * i64::from(batch)).min(settings.batch_bytes as i64),
+    };
+    let facts = end_facts(&node.mgmt, &run.plan.target).await?;
+    match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
+        TargetCheck::Go => {}
+        TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
+        TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
+        TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
+    }
+
+    let moved = match &run.plan.selection {
+        Selection::Ids(_) => move_ids(ctx, &node, &source, &mut run, batch as usize, chunk).await?,
+        Selection::All | Selection::Filter(_) => move_frozen(ctx, &node, &source, &mut run, batch).await?,
+    };
+
+    // Pacing: this chunk's share of a second at `messages per second`, from when it started.
+    let share = moved.max(1) as f64 / settings.messages_per_second.max(0.001);
+    let next = Phase::LocalMove.job().run_at(started + chrono::Duration::milliseconds((share * 1000.0) as i64));
+    run.relay.waiting_since = None;
+    run.counters.batches += 1;
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::set_active_state(tx.conn(), run.id, "running").await?;
+    tx.complete_and_enqueue(&next).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// How many ids one batched management request moves: a batched request costs one permit per entry, and the
+/// per-node bucket refuses a cost above its rate, so half of it keeps room for the other calls.
+fn id_chunk(settings: &Settings) -> usize {
+    ((settings.node_calls_per_second / 2.0).floor() as usize).clamp(1, 50)
+}
+
+/// Records `intent` (fenced) before the broker call it announces.
+async fn record_intent(ctx: &JobContext, run: &mut MoveRun, intent: RefillIntent) -> Result<(), RelayError> {
+    run.relay.refill = Some(intent);
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+    Ok(())
+}
+
+/// A filter or the whole queue: one counted `moveMessages` of the frozen selection into the target queue. The
+/// count never strands scheduled messages here: the frozen filter leaves out everything scheduled after `t0`.
+async fn move_frozen(
+    ctx: &JobContext,
+    node: &NodeAccess,
+    source: &ObjectName,
+    run: &mut MoveRun,
+    batch: u32,
+) -> Result<i64, RelayError> {
+    let filter = run.plan.effective_filter().unwrap_or_default();
+    record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
+    let moved = match staging::refill_by_filter(&node.mgmt, source, &run.plan.target.queue, &filter, batch).await {
+        Ok(n) => n as i64,
+        Err(e) if nothing_moved(&e) => {
+            run.relay.refill = None;
+            save_progress(ctx, run).await?;
+            return Err(e.into());
+        }
+        // The broker may have moved part of the chunk before failing: the intent stays for the next attempt.
+        Err(e) => return Err(e.into()),
+    };
+    fault::reach("local-move");
+    run.relay.refill = None;
+    run.counters.delivered += moved;
+    // Fewer than asked: nothing more on the source matches the frozen selection now (the end looks once more).
+    run.relay.exhausted = moved < i64::from(batch);
+    Ok(moved)
+}
+
+/// Ids: up to a batch of the plan's ids (those of failed calls first), in batched requests of at most `chunk`
+/// `moveMessage` calls, each request's intent recorded before it and its result after.
+async fn move_ids(
+    ctx: &JobContext,
+    node: &NodeAccess,
+    source: &ObjectName,
+    run: &mut MoveRun,
+    budget: usize,
+    chunk: usize,
+) -> Result<i64, RelayError> {
+    let Selection::Ids(ids) = run.plan.selection.clone() else {
+        return Ok(0);
+    };
+    let mut moved_here = 0i64;
+    let mut left = budget;
+    while left > 0 {
+        let (part, intent) = if !run.relay.retry_ids.is_empty() {
+            let n = run.relay.retry_ids.len().min(chunk).min(left);
+            (run.relay.retry_ids[..n].to_vec(), RefillIntent { at: Utc::now(), count: n as u32, ids: None })
+        } else {
+            let from = run.relay.ids_next.min(ids.len());
+            let to = (from + chunk.min(left)).min(ids.len());
+            if from == to {
+                break;
+            }
+            (ids[from..to].to_vec(), RefillIntent { at: Utc::now(), count: (to - from) as u32, ids: Some((from, to)) })
+        };
+        record_intent(ctx, run, intent.clone()).await?;
+        let outcome = staging::refill_by_ids(&node.mgmt, source, &run.plan.target.queue, &part).await;
+        fault::reach("local-move");
+        let failure = match outcome {
+            Ok(done) => {
+                moved_here += done.moved.len() as i64;
+                run.counters.delivered += done.moved.len() as i64;
+                run.relay.not_moved.extend(done.not_moved);
+                None
+            }
+            Err(StagingError::IdsFailed { moved, not_moved, failed, staging }) => {
+                // Each answer is known: what moved, what was not found, and what failed (a failed call moved
+                // nothing, so those ids are handed to the broker again first).
+                moved_here += moved.len() as i64;
+                run.counters.delivered += moved.len() as i64;
+                run.relay.not_moved.extend(not_moved.iter().copied());
+                let again: Vec<i64> = failed.iter().map(|(id, _)| *id).collect();
+                Some((StagingError::IdsFailed { staging, moved, not_moved, failed }, again))
+            }
+            Err(e) if nothing_moved(&e) => {
+                run.relay.refill = None;
+                save_progress(ctx, run).await?;
+                return Err(e.into());
+            }
+            // The answer was lost: the intent stays, and the next attempt settles it.
+            Err(e) => return Err(e.into()),
+        };
+        consume_intent(run, &intent, ids.len());
+        if let Some((e, again)) = failure {
+            let queued: HashSet<i64> = run.relay.retry_ids.iter().copied().collect();
+            run.relay.retry_ids.extend(again.into_iter().filter(|id| !queued.contains(id)));
+            run.relay.exhausted = false;
+            save_progress(ctx, run).await?;
+            return Err(e.into());
+        }
+        save_progress(ctx, run).await?;
+        left -= part.len();
+    }
+    run.relay.exhausted = run.relay.ids_next >= ids.len() && run.relay.retry_ids.is_empty();
+    Ok(moved_here)
+}
+
+/// The intent's ids are answered: the cursor moves past them (or they leave the retry list).
+fn consume_intent(run: &mut MoveRun, intent: &RefillIntent, total: usize) {
+    run.relay.refill = None;
+    match intent.ids {
+        Some((_, to)) => run.relay.ids_next = to.min(total),
+        None => {
+            let n = (intent.count as usize).min(run.relay.retry_ids.len());
+            run.relay.retry_ids.drain(..n);
+        }
+    }
+    run.relay.exhausted = run.relay.ids_next >= total && run.relay.retry_ids.is_empty();
+}
+
+async fn save_progress(ctx: &JobContext, run: &MoveRun) -> Result<(), RelayError> {
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+    Ok(())
+}
+
+/// The broker certainly moved nothing: the call was refused before it started (no permit, a login refused, the
+/// management lock busy, a queue or MBean that does not exist, a call this product never makes).
+fn nothing_moved(e: &StagingError) -> bool {
+    match e {
+        StagingError::Invalid(_) => true,
+        StagingError::Management(e) => match e {
+            JolokiaError::NoPermit { .. }
+            | JolokiaError::NotAuthenticated { .. }
+            | JolokiaError::LoginThrottled { .. } => true,
+            JolokiaError::Agent { error, .. } => matches!(
+                error.kind,
+                AgentErrorKind::Busy
+                    | AgentErrorKind::NotFound
+                    | AgentErrorKind::BadRequest
+                    | AgentErrorKind::Forbidden
+            ),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Settles a call whose answer was lost (see the module doc); returns what it learnt, for the run's events.
+async fn settle(
+    node: &NodeAccess,
+    source: &ObjectName,
+    run: &mut MoveRun,
+    intent: &RefillIntent,
+    chunk: usize,
+) -> Result<serde_json::Value, RelayError> {
+    let Selection::Ids(ids) = run.plan.selection.clone() else {
+        run.counters.uncertain += i64::from(intent.count);
+        return Ok(json!({ "asked": intent.count, "uncertain": intent.count, "at": intent.at }));
+    };
+    let part: Vec<i64> = match intent.ids {
+        Some((from, to)) => ids[from.min(ids.len())..to.min(ids.len())].to_vec(),
+        None => run.relay.retry_ids.iter().copied().take(intent.count as usize).collect(),
+    };
+    let mut moved = Vec::new();
+    let mut not_found = Vec::new();
+    let mut failed = Vec::new();
+    for piece in part.chunks(chunk.max(1)) {
+        match staging::refill_by_ids(&node.mgmt, source, &run.plan.target.queue, piece).await {
+            Ok(done) => {
+                moved.extend(done.moved);
+                not_found.extend(done.not_moved);
+            }
+            Err(StagingError::IdsFailed { moved: m, not_moved: n, failed: f, .. }) => {
+                moved.extend(m);
+                not_found.extend(n);
+                failed.extend(f.into_iter().map(|(id, _)| id));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Not found now: in delivery or scheduled means not taken (classified at the end); otherwise the lost call
+    // moved it, or it was consumed or expired at that moment.
+    let delivering = node.mgmt.list_delivering_messages(source).await?;
+    let scheduled = node.mgmt.list_scheduled_messages(source).await?;
+    let held: HashSet<i64> =
+        delivering.iter().chain(scheduled.iter()).filter_map(|m| m["messageID"].as_i64()).collect();
+    let (still_there, uncertain): (Vec<i64>, Vec<i64>) = not_found.iter().partition(|id| held.contains(id));
+    run.counters.delivered += moved.len() as i64;
+    run.counters.uncertain += uncertain.len() as i64;
+    run.relay.not_moved.extend(still_there.iter().copied());
+    consume_intent(run, intent, ids.len());
+    let queued: HashSet<i64> = run.relay.retry_ids.iter().copied().collect();
+    run.relay.retry_ids.extend(failed.iter().copied().filter(|id| !queued.contains(id)));
+    if !run.relay.retry_ids.is_empty() {
+        run.relay.exhausted = false;
+    }
+    Ok(json!({
+        "asked": part.len(),
+        "moved_now": moved.len(),
+        "not_taken": still_there,
+        "uncertain": uncertain,
+        "failed_again": failed,
+        "at": intent.at,
+    }))
+}
+
+/// The selection is exhausted: count what was not taken by cause, and end the run Succeeded — or Partial when
+/// anything selected was not taken or its fate is uncertain. There is no staging to remove.
+async fn finish(
+    ctx: &JobContext,
+    node: &NodeAccess,
+    source: &ObjectName,
+    run: &mut MoveRun,
+) -> Result<Outcome, RelayError> {
+    let effective = run.plan.effective_filter().unwrap_or_default();
+    let selected = match &run.plan.selection {
+        Selection::Ids(_) => Selected::Ids(&run.relay.not_moved),
+        Selection::Filter(f) => Selected::Frozen {
+            effective_filter: &effective,
+            user_filter: Some(f.as_str()),
+            t0_millis: run.plan.t0_millis,
+        },
+        Selection::All => {
+            Selected::Frozen { effective_filter: &effective, user_filter: None, t0_millis: run.plan.t0_millis }
+        }
+    };
+    let not_taken = staging::not_taken(&node.mgmt, source, selected).await?;
+    let frozen = !matches!(run.plan.selection, Selection::Ids(_));
+    if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
+        // Still matching and visible on the source: a consumer gave messages back after the last chunk.
+        run.relay.exhausted = false;
+        run.relay.finish_rechecks += 1;
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.complete_and_enqueue(&Phase::LocalMove.job()).await?;
+        return Ok(Outcome::Committed(tx.commit().await?));
+    }
+    let c = &mut run.counters;
+    c.not_taken_in_delivery = not_taken.in_delivery as i64;
+    c.not_taken_scheduled = not_taken.scheduled as i64;
+    c.not_taken_gone = not_taken.other as i64;
+    if frozen {
+        // A filter's size is known only now — unless a lost answer left some of it uncertain.
+        c.selected = (c.uncertain == 0).then(|| c.delivered + c.dead_lettered + c.not_taken());
+    }
+    let partial = c.not_taken() > 0 || c.dead_lettered > 0 || c.uncertain > 0;
+    let end = if partial { RunState::Partial } else { RunState::Succeeded };
+    let mut words = Vec::new();
+    if c.not_taken() > 0 {
+        words.push(format!(
+            "{} selected messages were not taken ({} in delivery to a consumer, {} scheduled for later, {} gone)",
+            c.not_taken(),
+            c.not_taken_in_delivery,
+            c.not_taken_scheduled,
+            c.not_taken_gone
+        ));
+    }
+    if c.uncertain > 0 {
+        words.push(format!(
+            "the broker's answer to a move was lost (a worker crash or an error mid-call): up to {} messages may \
+             have been moved without being counted — each is either on the target queue or still where it was, \
+             never lost or doubled",
+            c.uncertain
+        ));
+    }
+    let words = (!words.is_empty()).then(|| words.join("; "));
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::event(
+        tx.conn(),
+        run.id,
+        "local_move_finished",
+        json!({
+            "delivered": run.counters.delivered,
+            "not_taken": run.counters.not_taken(),
+            "uncertain": run.counters.uncertain,
+        }),
+    )
+    .await?;
+    tx.complete_and_end_run(end, words.as_deref()).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
