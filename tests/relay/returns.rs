@@ -12,7 +12,7 @@ use crate::support::{census, create_queue, management, queue_ref, World};
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::Selection;
 
-const LIMIT: Duration = Duration::from_secs(180);
+const LIMIT: Duration = Duration::from_secs(300);
 
 /// `count` messages on a new east-1 queue, an empty west-1 queue; (source, target, payload ids).
 async fn queues(label: &str, count: u32) -> (String, String, Vec<String>) {
