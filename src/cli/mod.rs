@@ -198,16 +198,7 @@ async fn connect(config: &Config, min_connections: u32) -> Result<PgPool, CliErr
 }
 
 /// An error and its causes on one line, for `main`.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut words = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        words.push_str(": ");
-        words.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    words
-}
+pub use crate::jobs::executor::error_chain;
 
 #[cfg(test)]
 mod tests {

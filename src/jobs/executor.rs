@@ -284,7 +284,7 @@ fn failed_end(error: String) -> RunEnd {
 }
 
 /// An error with its causes, on one line: what an operator reads in `last_error`.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut words = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

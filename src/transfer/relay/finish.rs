@@ -25,6 +25,18 @@ use crate::transfer::staging::{self, Selected, StagingSpec};
 /// source (given back by a consumer after the last refill); after that they are counted as not taken.
 const MAX_FINISH_RECHECKS: u32 = 3;
 
+/// What a run selected, as `staging::not_taken` asks for it; `effective` is the plan's effective filter.
+pub(crate) fn selected_for_not_taken<'a>(run: &'a MoveRun, effective: &'a str) -> Selected<'a> {
+    let t0_millis = run.plan.t0_millis;
+    match &run.plan.selection {
+        Selection::Ids(_) => Selected::Ids(&run.relay.not_moved),
+        Selection::Filter(f) => {
+            Selected::Frozen { effective_filter: effective, user_filter: Some(f.as_str()), t0_millis }
+        }
+        Selection::All => Selected::Frozen { effective_filter: effective, user_filter: None, t0_millis },
+    }
+}
+
 async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
     let mut conn = ctx.pool.acquire().await?;
     Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
@@ -52,17 +64,7 @@ pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayE
 
     let source_mbean = source_queue_mbean(&source, &run);
     let effective = run.plan.effective_filter().unwrap_or_default();
-    let selected = match &run.plan.selection {
-        Selection::Ids(_) => Selected::Ids(&run.relay.not_moved),
-        Selection::Filter(f) => Selected::Frozen {
-            effective_filter: &effective,
-            user_filter: Some(f.as_str()),
-            t0_millis: run.plan.t0_millis,
-        },
-        Selection::All => {
-            Selected::Frozen { effective_filter: &effective, user_filter: None, t0_millis: run.plan.t0_millis }
-        }
-    };
+    let selected = selected_for_not_taken(&run, &effective);
     let not_taken = staging::not_taken(&source.mgmt, &source_mbean, selected).await?;
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
     if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {

@@ -34,6 +34,7 @@ use serde_json::json;
 
 use super::batch::{create_target_queue, source_queue_mbean, wait_for_room};
 use super::ends::NodeAccess;
+use super::finish::selected_for_not_taken;
 use super::guard::{check_target, BatchSize, TargetCheck};
 use super::state::{self, MoveRun, RefillIntent};
 use super::{fault, MoveHandler, Phase, RelayError};
@@ -43,7 +44,7 @@ use crate::jobs::settings::{self, Settings};
 use crate::jobs::RunState;
 use crate::transfer::gather::end_facts;
 use crate::transfer::plan::{Mode, Selection};
-use crate::transfer::staging::{self, Selected, StagingError};
+use crate::transfer::staging::{self, StagingError};
 
 /// How many times the end sends a filter run back to moving because matching messages reappeared on the source
 /// (given back by a consumer after the last chunk); after that they are counted as not taken.
@@ -363,17 +364,7 @@ async fn finish(
     run: &mut MoveRun,
 ) -> Result<Outcome, RelayError> {
     let effective = run.plan.effective_filter().unwrap_or_default();
-    let selected = match &run.plan.selection {
-        Selection::Ids(_) => Selected::Ids(&run.relay.not_moved),
-        Selection::Filter(f) => Selected::Frozen {
-            effective_filter: &effective,
-            user_filter: Some(f.as_str()),
-            t0_millis: run.plan.t0_millis,
-        },
-        Selection::All => {
-            Selected::Frozen { effective_filter: &effective, user_filter: None, t0_millis: run.plan.t0_millis }
-        }
-    };
+    let selected = selected_for_not_taken(run, &effective);
     let not_taken = staging::not_taken(&node.mgmt, source, selected).await?;
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
     if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
