@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::jobs::executor::ExecutorConfig;
+use crate::jobs::prune::Retention;
 use crate::jobs::retry::RetryPolicy;
 use crate::jobs::settings::Settings;
 
@@ -133,6 +134,16 @@ pub struct RetryConfig {
     pub jitter: bool,
 }
 
+/// `[retention]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Runs that ended more than this many days ago are pruned (unless they hold staging).
+    pub finished_runs_days: u32,
+    /// How often each worker process prunes.
+    pub prune_interval_secs: u64,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -143,6 +154,8 @@ pub struct Config {
     pub worker: WorkerConfig,
     /// `[retry]`.
     pub retry: RetryConfig,
+    /// `[retention]`.
+    pub retention: RetentionConfig,
     /// `[settings]`: SPEC §8 defaults.
     pub settings: Settings,
 }
@@ -197,6 +210,11 @@ impl Config {
         if self.retry.max_attempts < 1 {
             return Err(ConfigError::Invalid("retry.max_attempts must be at least 1".into()));
         }
+        if self.retention.finished_runs_days == 0 || self.retention.prune_interval_secs == 0 {
+            return Err(ConfigError::Invalid(
+                "retention.finished_runs_days and retention.prune_interval_secs must be at least 1".into(),
+            ));
+        }
         self.settings.validate().map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 
@@ -213,6 +231,14 @@ impl Config {
             max_delay: Duration::from_secs(self.retry.max_delay_secs),
             factor: self.retry.factor,
             jitter: self.retry.jitter,
+        }
+    }
+
+    /// How long ended runs are kept, and how often a worker prunes.
+    pub fn retention(&self) -> Retention {
+        Retention {
+            keep: Duration::from_secs(u64::from(self.retention.finished_runs_days) * 86_400),
+            interval: Duration::from_secs(self.retention.prune_interval_secs),
         }
     }
 
@@ -315,6 +341,21 @@ mod tests {
     #[test]
     fn heartbeat_must_be_shorter_than_the_lease() {
         let err = Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__HEARTBEAT_SECS", "30")])).unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid(_)), "{err:?}");
+    }
+
+    #[test]
+    fn retention_defaults_and_overrides() {
+        let config = Config::from_sources(None, env(&[])).unwrap();
+        assert_eq!(
+            config.retention(),
+            Retention { keep: Duration::from_secs(30 * 86_400), interval: Duration::from_secs(3600) }
+        );
+        let config =
+            Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__RETENTION__PRUNE_INTERVAL_SECS", "60")])).unwrap();
+        assert_eq!(config.retention().interval, Duration::from_secs(60));
+        let err =
+            Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__RETENTION__FINISHED_RUNS_DAYS", "0")])).unwrap_err();
         assert!(matches!(err, ConfigError::Invalid(_)), "{err:?}");
     }
 

@@ -1,4 +1,5 @@
-//! Admin actions over the job queue (`artemis-transfer admin …`): list, requeue, cancel, rescue, prune.
+//! Admin actions over the job queue (`artemis-transfer admin …`): list, requeue, cancel, rescue, prune; and an
+//! operator's change of a setting (`artemis-transfer settings set`).
 //!
 //! Each one leaves an `audit` row saying who did what to what, when, and with what outcome — refusals and
 //! failures included (written after the action's own transaction rolled back).
@@ -13,6 +14,8 @@ use sqlx::PgPool;
 use crate::jobs::error::{DbContext, Error};
 use crate::jobs::lease::end_run_and_release;
 use crate::jobs::model::{JobId, JobRow, JobState, RunId, RunState};
+use crate::jobs::prune::{self, Pruned, WhenBusy};
+use crate::jobs::settings::{self, Changed};
 use crate::jobs::store::{job as jobs, record, run as runs};
 
 /// Who acts (an operator's name, `user@host` by default on the command line).
@@ -178,13 +181,30 @@ pub async fn rescue(pool: &PgPool, actor: &Actor, worker: &str) -> Result<Vec<Jo
     audited(pool, actor, "jobs.rescue", &format!("worker {worker}"), detail, result).await
 }
 
-/// Deletes finished jobs older than `older_than` of runs that ended with their staging removed; returns
-/// how many.
-pub async fn prune(pool: &PgPool, actor: &Actor, older_than: Duration) -> Result<u64, Error> {
-    let before = Utc::now() - chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::MAX);
-    let result = jobs::job_prune(pool, before).await;
+/// The retention prune of [`crate::jobs::prune`] with `older_than` as the retention: runs that ended longer ago
+/// and hold no staging go with their jobs and events, and old finished jobs of runs that ended with their
+/// staging removed. Waits for a scheduled prune of a worker to finish first. The audit table is kept.
+pub async fn prune(pool: &PgPool, actor: &Actor, older_than: Duration) -> Result<Pruned, Error> {
+    let before = prune::before(Utc::now(), older_than);
+    let result = prune::prune(pool, before, WhenBusy::Wait)
+        .await
+        .map(|pruned| pruned.expect("a prune that waits for the lock always runs"));
     let detail = json!({ "older_than_secs": older_than.as_secs(), "before": before, "deleted": result.as_ref().ok() });
-    audited(pool, actor, "jobs.prune", "jobs", detail, result).await
+    audited(pool, actor, prune::AUDIT_ACTION, "retention", detail, result).await
+}
+
+/// Changes setting `key` to the value `text` says (read by the key's kind: `10m`, `64MiB`, `a,b`, `none`),
+/// if the settings stay valid; audited with the old and the new value, a refusal with its reason.
+pub async fn set_setting(pool: &PgPool, actor: &Actor, key: &str, text: &str) -> Result<Changed, Error> {
+    let result = match settings::parse_value(key, text) {
+        Ok(value) => settings::change(pool, key, value, &actor.0).await,
+        Err(e) => Err(e),
+    };
+    let detail = match &result {
+        Ok(changed) => json!({ "text": text, "old": changed.old, "new": changed.new }),
+        Err(_) => json!({ "text": text }),
+    };
+    audited(pool, actor, "settings.set", &format!("setting {key}"), detail, result).await
 }
 
 /// Writes the audit row for `result` and passes it on. An audit row that cannot be written fails an action
@@ -202,6 +222,8 @@ async fn audited<T>(
         Err(Error::RunState { .. } | Error::JobRefused { .. } | Error::RunNotFound(_) | Error::JobNotFound(_)) => {
             "refused"
         }
+        // A value or key refused; `*` is the whole set failing to load (the database is not migrated).
+        Err(Error::Setting { key, .. }) if key != "*" => "refused",
         Err(_) => "error",
     };
     if let Err(e) = &result {

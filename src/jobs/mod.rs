@@ -31,7 +31,7 @@
 //! Parts: [`model`] (ids, states, rows), [`store`] (one function per SQL statement in `sql/`), [`lease`],
 //! [`executor`] (one job), [`runtime`] (the claim loop as an apalis-core backend), [`wake`] (LISTEN/NOTIFY
 //! and local pokes), [`runs`] (the API for the transfer layer), [`admin`], [`settings`], [`retry`],
-//! [`probe`] (a diagnostic job kind for tests and benchmarks).
+//! [`prune`] (retention, scheduled in every worker), [`probe`] (a diagnostic job kind for tests and benchmarks).
 
 pub mod admin;
 pub mod error;
@@ -40,6 +40,7 @@ pub mod handler;
 pub mod lease;
 pub mod model;
 pub mod probe;
+pub mod prune;
 pub mod retry;
 pub mod runs;
 pub mod runtime;

@@ -27,6 +27,7 @@ use tower::limit::ConcurrencyLimitLayer;
 use crate::jobs::executor::{Executed, Executor, ExecutorConfig};
 use crate::jobs::handler::Registry;
 use crate::jobs::probe::{self, Probe};
+use crate::jobs::prune::{self, Retention};
 use crate::jobs::runtime::{Capacity, ClaimConfig, Dispatched, JobBackend};
 use crate::jobs::wake::{self, Wake};
 use crate::jobs::Error as JobError;
@@ -77,6 +78,26 @@ pub fn default_name() -> String {
     let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
     let random = uuid::Uuid::new_v4().simple().to_string();
     format!("{host}:{}:{}", std::process::id(), &random[..6])
+}
+
+/// The scheduled retention prune of a worker process ([`crate::jobs::prune::run_schedule`]), running until
+/// this is dropped.
+pub struct Pruner {
+    stop: CancellationToken,
+}
+
+impl Drop for Pruner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Starts the retention prune of worker `worker`: at once, then every `retention.interval`, one replica at a
+/// time. It stops when the returned [`Pruner`] is dropped (a prune in progress rolls back).
+pub fn spawn_pruner(pool: PgPool, worker: String, retention: Retention) -> Pruner {
+    let stop = CancellationToken::new();
+    tokio::spawn(prune::run_schedule(pool, worker, retention, stop.clone()));
+    Pruner { stop }
 }
 
 /// Runs a worker over `pool` until `shutdown` resolves, then drains and returns.

@@ -1,5 +1,6 @@
--- job_prune: delete finished jobs that finished before $1, of runs that ended with their staging removed
--- (succeeded, partial, returned). A run that may still hold staging keeps its whole history.
+-- job_prune: delete jobs that finished before $1, of runs that ended with their staging removed (succeeded,
+-- partial, returned) but are themselves still kept (they ended after $1; older ones go whole with run_prune).
+-- A run that may still hold staging, or may be resumed, keeps its whole history.
 DELETE FROM job j
 USING transfer_run r
 WHERE j.run_id = r.id

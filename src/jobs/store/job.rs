@@ -303,9 +303,3 @@ pub async fn job_requeue(db: impl PgExecutor<'_>, job: JobId) -> Result<Option<J
 pub async fn job_rescue(db: impl PgExecutor<'_>, owner: &str) -> Result<Vec<JobId>, Error> {
     sqlx::query_scalar(include_str!("../sql/job_rescue.sql")).bind(owner).fetch_all(db).await.db("job_rescue")
 }
-
-/// `job_prune.sql`: how many finished jobs were deleted.
-pub async fn job_prune(db: impl PgExecutor<'_>, before: DateTime<Utc>) -> Result<u64, Error> {
-    let done = sqlx::query(include_str!("../sql/job_prune.sql")).bind(before).execute(db).await.db("job_prune")?;
-    Ok(done.rows_affected())
-}

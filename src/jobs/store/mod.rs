@@ -6,5 +6,6 @@
 //! ([`crate::jobs::lease`]). Nothing here decides policy.
 
 pub mod job;
+pub mod prune;
 pub mod record;
 pub mod run;

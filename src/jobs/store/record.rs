@@ -108,3 +108,22 @@ pub async fn setting_set(db: impl PgExecutor<'_>, key: &str, value: &serde_json:
 pub async fn setting_list(db: impl PgExecutor<'_>) -> Result<Vec<(String, serde_json::Value)>, Error> {
     sqlx::query_as(include_str!("../sql/setting_list.sql")).fetch_all(db).await.db("setting_list")
 }
+
+/// One row of `setting`: a key, its value, who changed it last and when.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SettingRow {
+    pub key: String,
+    pub value: serde_json::Value,
+    pub updated_at: DateTime<Utc>,
+    pub updated_by: String,
+}
+
+/// `setting_rows.sql`: every setting, by key.
+pub async fn setting_rows(db: impl PgExecutor<'_>) -> Result<Vec<SettingRow>, Error> {
+    sqlx::query_as(include_str!("../sql/setting_rows.sql")).fetch_all(db).await.db("setting_rows")
+}
+
+/// `setting_lock.sql`: every setting, by key, locked until the transaction ends.
+pub async fn setting_lock(db: impl PgExecutor<'_>) -> Result<Vec<SettingRow>, Error> {
+    sqlx::query_as(include_str!("../sql/setting_lock.sql")).fetch_all(db).await.db("setting_lock")
+}

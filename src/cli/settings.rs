@@ -1,0 +1,134 @@
+//! `artemis-transfer settings [show]` and `artemis-transfer settings set <key> <value>` (SPEC §8, §10): the
+//! runtime settings as the database holds them, with who changed each one last and when; and an operator's
+//! change, read by the key's kind (`500`, `2.5`, `10m`, `64MiB`, `a.dmq,b.dmq`, `none`), validated against the
+//! whole set and audited with the old and the new value (a refusal too, with its reason).
+//!
+//! A change needs no restart: the relay loads the settings before every batch, so a running run's next batch
+//! uses a new `batch_size` or `batch_bytes`; every claim reads `concurrent_runs`, and the permit function reads
+//! `node_calls_per_second` at every call. The defaults in `config/default.toml` only seed a database that has
+//! no value yet (`migrate`).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use sqlx::PgPool;
+
+use crate::cli::admin::default_actor;
+use crate::cli::CliError;
+use crate::jobs::admin::{self, Actor};
+use crate::jobs::settings::{self, Changed, KEYS};
+use crate::jobs::store::record::SettingRow;
+
+/// `settings` options.
+#[derive(Debug, clap::Args)]
+pub struct SettingsArgs {
+    /// Who changes a setting, for the audit trail (default: `$USER@host`).
+    #[arg(long, global = true, env = "ARTEMIS_TRANSFER_ACTOR")]
+    pub actor: Option<String>,
+    /// Print JSON lines instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do (default: show).
+    #[command(subcommand)]
+    pub command: Option<SettingsCommand>,
+}
+
+/// `settings` actions.
+#[derive(Debug, Subcommand)]
+pub enum SettingsCommand {
+    /// Every setting with its value, who changed it last and when.
+    Show,
+    /// Change a setting (audited). Numbers as numbers, durations of *_secs keys as 600, 10m or 30s,
+    /// batch_bytes as 67108864 or 64MiB, dmq_chain comma-separated, dmq_time_to_live_secs also as none.
+    Set {
+        /// The setting (`settings show` lists them).
+        key: String,
+        /// Its new value.
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+}
+
+/// Runs a `settings` action and prints its result.
+pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError> {
+    let mut out = std::io::stdout().lock();
+    match args.command.unwrap_or(SettingsCommand::Show) {
+        SettingsCommand::Show => {
+            let rows = settings::rows(pool).await?;
+            print_rows(&mut out, &rows, args.json).map_err(CliError::Output)?;
+        }
+        SettingsCommand::Set { key, value } => {
+            let actor = Actor(args.actor.unwrap_or_else(default_actor));
+            let changed = admin::set_setting(pool, &actor, &key, &value).await?;
+            let line = if args.json { serde_json::to_string(&changed).unwrap_or_default() } else { describe(&changed) };
+            writeln!(out, "{line}").map_err(CliError::Output)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `batch_size: 200 -> 500 (200 was set by … at …)`.
+fn describe(changed: &Changed) -> String {
+    let old = changed.old.as_ref().map_or_else(|| "not set".to_owned(), shown);
+    let was = match (&changed.old_by, changed.old_at) {
+        (Some(by), Some(at)) => format!(" ({old} was set by {by} at {})", at.format("%Y-%m-%d %H:%M:%S UTC")),
+        _ => String::new(),
+    };
+    format!("{}: {old} -> {}{was}", changed.key, shown(&changed.new))
+}
+
+/// Every known setting in SPEC §8 order; one the database lacks says so.
+fn print_rows(out: &mut impl Write, rows: &[SettingRow], json: bool) -> std::io::Result<()> {
+    if json {
+        for row in rows {
+            writeln!(out, "{}", serde_json::to_string(row).unwrap_or_default())?;
+        }
+        return Ok(());
+    }
+    writeln!(out, "{:<24}  {:<24}  {:<28}  changed at", "setting", "value", "changed by")?;
+    for (key, _) in KEYS {
+        match rows.iter().find(|row| row.key == *key) {
+            Some(row) => writeln!(
+                out,
+                "{:<24}  {:<24}  {:<28}  {}",
+                key,
+                shown(&row.value),
+                row.updated_by,
+                row.updated_at.format("%Y-%m-%d %H:%M:%S UTC")
+            )?,
+            None => writeln!(out, "{key:<24}  not set (run `artemis-transfer migrate`)")?,
+        }
+    }
+    Ok(())
+}
+
+/// A value as an operator writes it: `none`, `a.dmq,b.dmq`, `200`.
+fn shown(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "none".to_owned(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_are_shown_as_they_are_written() {
+        assert_eq!(shown(&json!(null)), "none");
+        assert_eq!(shown(&json!(["a.dmq", "b.dmq"])), "a.dmq,b.dmq");
+        assert_eq!(shown(&json!(200)), "200");
+        assert_eq!(shown(&json!(2.5)), "2.5");
+    }
+
+    #[test]
+    fn a_change_reads_as_old_to_new() {
+        let changed = Changed { key: "batch_size".into(), old: None, new: json!(500), old_by: None, old_at: None };
+        assert_eq!(describe(&changed), "batch_size: not set -> 500");
+    }
+}
