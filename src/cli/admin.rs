@@ -15,8 +15,8 @@ use crate::jobs::model::{JobRow, JobState, RunId};
 /// `admin` options.
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
-    /// Who acts, for the audit trail (default: `$USER@host`).
-    #[arg(long, env = "ARTEMIS_TRANSFER_ACTOR")]
+    /// Who acts: needs an admin grant (SPEC §9); recorded in the audit trail (default: `$USER@host`).
+    #[arg(long, visible_alias = "as", env = "ARTEMIS_TRANSFER_ACTOR")]
     pub actor: Option<String>,
     /// Print JSON lines instead of text.
     #[arg(long, global = true)]
@@ -57,9 +57,12 @@ pub enum AdminCommand {
         /// The worker's name (the lease owner shown by `admin jobs`).
         worker: String,
     },
-    /// Delete finished jobs of ended runs older than a duration (e.g. 30d, 12h, 45m, 90s).
+    /// Delete runs that ended longer ago than a duration (e.g. 30d, 12h, 45m, 90s) and hold no staging, with
+    /// their jobs and events, and older finished jobs of runs ended with their staging removed. Runs that
+    /// still hold staging, live runs and the audit trail are kept. Workers do this on their own every
+    /// retention.prune_interval_secs.
     Prune {
-        /// How old a finished job must be.
+        /// How long ago a run must have ended (or a job finished).
         #[arg(long, value_parser = parse_duration)]
         older_than: Duration,
     },
@@ -68,6 +71,9 @@ pub enum AdminCommand {
 /// Runs an admin action and prints its result.
 pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
     let actor = Actor(args.actor.unwrap_or_else(default_actor));
+    if let Some(refused) = super::grant::authorise_admin(pool, &actor.0, &args.command).await? {
+        return Ok(refused);
+    }
     let mut out = std::io::stdout().lock();
     let json = args.json;
     match args.command {
@@ -103,13 +109,23 @@ pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
         }
         AdminCommand::Prune { older_than } => {
             let deleted = admin::prune(pool, &actor, older_than).await?;
-            print_line(&mut out, json, &deleted, &format!("deleted {deleted} finished job(s)"))?;
+            print_line(
+                &mut out,
+                json,
+                &deleted,
+                &format!(
+                    "deleted {deleted} that ended more than {} s ago (runs holding staging and the audit trail are \
+                     kept)",
+                    older_than.as_secs()
+                ),
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn default_actor() -> String {
+/// The operator acting, for the audit trail: `$USER@host`.
+pub(crate) fn default_actor() -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
     let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
     format!("{user}@{host}")
@@ -153,21 +169,8 @@ fn parse_state(s: &str) -> Result<JobState, String> {
     s.parse::<JobState>().map_err(|e| e.to_string())
 }
 
-/// `90s`, `45m`, `12h`, `30d` (a bare number is seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("{s:?} is not a duration like 30d, 12h, 45m or 90s"))?;
-    let secs = match unit {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use s, m, h or d)")),
-    };
-    Ok(Duration::from_secs(n.saturating_mul(secs)))
-}
+/// `90s`, `45m`, `12h`, `30d` (a bare number is seconds); shared with `settings set`.
+pub use crate::jobs::settings::parse_duration;
 
 #[cfg(test)]
 mod tests {

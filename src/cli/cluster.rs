@@ -54,11 +54,18 @@ pub enum ClusterCommand {
         #[arg(long = "member-jolokia", value_name = "HOST:PORT=URL", value_parser = parse_member)]
         member_jolokia: Vec<(String, String)>,
     },
-    /// List the registered clusters with their nodes and endpoints.
+    /// List the registered clusters the operator may see, with their nodes and endpoints; with --from, the
+    /// clusters a transfer from that cluster could go to, each enabled or disabled with the reason.
     List {
-        /// Print JSON (an array of clusters) instead of text.
+        /// Print JSON (an array of clusters; with --from, of targets) instead of text.
         #[arg(long)]
         json: bool,
+        /// List the targets of a transfer from this cluster.
+        #[arg(long, value_name = "SOURCE_CLUSTER")]
+        from: Option<String>,
+        /// Who lists (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+        operator: Option<String>,
     },
     /// Remove a cluster with its nodes (previews and runs that name it keep their records).
     Remove {
@@ -88,8 +95,32 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError>
             .map_err(CliError::Output)?;
             print_nodes(&mut out, &cluster).map_err(CliError::Output)?;
         }
-        ClusterCommand::List { json } => {
-            let clusters = store::list(pool).await?;
+        ClusterCommand::List { json, from: Some(source), operator } => {
+            let operator = super::grant::operator(operator)?;
+            let targets = crate::transfer::service::targets_for(pool, &operator, &source).await?;
+            if json {
+                let text = serde_json::to_string_pretty(&targets).unwrap_or_default();
+                writeln!(out, "{text}").map_err(CliError::Output)?;
+            } else {
+                for t in &targets {
+                    match &t.reason {
+                        None => writeln!(out, "{}  enabled", t.cluster),
+                        Some(why) => writeln!(out, "{}  disabled: {why}", t.cluster),
+                    }
+                    .map_err(CliError::Output)?;
+                }
+            }
+        }
+        ClusterCommand::List { json, from: None, operator } => {
+            let operator = super::grant::operator(operator)?;
+            let mut clusters = store::list(pool).await?;
+            let mut visible = Vec::with_capacity(clusters.len());
+            for cluster in clusters.drain(..) {
+                if crate::transfer::permissions::can_see(pool, &operator, &cluster.name).await.map_err(CliError::Db)? {
+                    visible.push(cluster);
+                }
+            }
+            let clusters = visible;
             if json {
                 let text = serde_json::to_string_pretty(&clusters).unwrap_or_default();
                 writeln!(out, "{text}").map_err(CliError::Output)?;

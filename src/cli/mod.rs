@@ -1,12 +1,14 @@
 //! The command line (clap derive): `migrate`, `worker`, `cluster`, `preview`, `execute`, `stop`, `resume`,
-//! `return`, `runs`, `watch`, `admin …`. Parses, loads the configuration, connects,
+//! `return`, `runs`, `watch`, `admin …`, `settings`. Parses, loads the configuration, connects,
 //! and hands over to the library; errors come back typed and `main` prints their whole chain once.
 
 pub mod admin;
 pub mod cluster;
+pub mod grant;
 pub mod orphans;
 pub mod preview;
 pub mod run;
+pub mod settings;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,6 +74,10 @@ pub enum Command {
     Watch(run::WatchArgs),
     /// Staging queues no run owns: list them, or return one's messages to their original queues.
     Orphans(orphans::OrphansArgs),
+    /// Who may do what on which cluster (SPEC §9): add, remove or list grants (each one audited).
+    Grant(grant::GrantArgs),
+    /// The runtime settings (SPEC §8): show them, or change one (audited).
+    Settings(settings::SettingsArgs),
 }
 
 /// `worker` options.
@@ -113,9 +119,18 @@ pub enum CliError {
     /// Reading runs.
     #[error("the database: {0}")]
     Db(#[source] sqlx::Error),
+    /// Reading a run's view.
+    #[error(transparent)]
+    View(#[from] crate::transfer::view::ViewError),
     /// The relay's spool directory.
     #[error(transparent)]
     Spool(#[from] crate::transfer::relay::spool::SpoolError),
+    /// No operator is named (and `$USER` is not set).
+    #[error("{0}")]
+    NoOperator(String),
+    /// The operator lacks a grant the command needs.
+    #[error(transparent)]
+    Permission(#[from] crate::transfer::permissions::PermissionError),
 }
 
 /// Sets up logging to stderr.
@@ -159,6 +174,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 shutdown_timeout: Duration::from_secs(config.worker.shutdown_timeout_secs),
             };
             let registry = worker::transfer_registry(&pool, crate::transfer::relay::RelayConfig::default())?;
+            let _pruner = worker::spawn_pruner(pool.clone(), options.claim.owner.clone(), config.retention());
             worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
@@ -183,6 +199,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Runs(command) => run::runs(&connect(&config, 2).await?, command).await,
         Command::Watch(args) => run::watch(&connect(&config, 2).await?, args).await,
         Command::Orphans(args) => orphans::run(&connect(&config, 2).await?, args).await,
+        Command::Grant(args) => grant::run(&connect(&config, 2).await?, args).await,
+        Command::Settings(args) => settings::run(&connect(&config, 2).await?, args).await,
     }
 }
 

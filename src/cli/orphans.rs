@@ -26,11 +26,14 @@ pub struct OrphansArgs {
 #[derive(Debug, Subcommand)]
 pub enum OrphansCommand {
     /// List every `studio.transfer.<uuid>` queue that no run owns, with its message count, on every node of every
-    /// registered cluster (the dead message queues are never listed).
+    /// registered cluster the operator may read (cluster:read; the dead message queues are never listed).
     List {
         /// Print JSON (`{"orphans": [...], "unchecked": [...]}`) instead of text.
         #[arg(long)]
         json: bool,
+        /// Who lists (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+        operator: Option<String>,
     },
     /// Return one orphan: each message back to its original queue (`_AMQ_ORIG_QUEUE`), those without one to the
     /// queue given by --to; then remove the empty staging queue and its address settings.
@@ -43,9 +46,10 @@ pub enum OrphansCommand {
         /// The staging queue's name, typed to confirm (the command says first what a return does).
         #[arg(long)]
         confirm: Option<String>,
-        /// Who does it (audited).
-        #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
-        operator: String,
+        /// Who does it: needs message:move on the orphan's cluster; audited (default: ARTEMIS_TRANSFER_OPERATOR,
+        /// else $USER).
+        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+        operator: Option<String>,
     },
 }
 
@@ -58,8 +62,9 @@ pub const RETURN_WARNING: &str = "Each message goes back to the queue it was tak
 pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError> {
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
     match args.command {
-        OrphansCommand::List { json } => {
-            let found = match orphans::list(pool, Some(permits)).await {
+        OrphansCommand::List { json, operator } => {
+            let operator = super::grant::operator(operator)?;
+            let found = match orphans::list(pool, Some(permits), &operator).await {
                 Ok(found) => found,
                 Err(e) => {
                     eprintln!("error: {}", error_chain(&e));
@@ -85,6 +90,7 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
             Ok(if found.unchecked.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) })
         }
         OrphansCommand::Return { orphan, to, confirm, operator } => {
+            let operator = super::grant::operator(operator)?;
             let Some((cluster, node, queue)) = split_orphan(&orphan) else {
                 eprintln!("refused: name the orphan as cluster/node/studio.transfer.<uuid>, not `{orphan}`");
                 return Ok(ExitCode::from(2));

@@ -50,9 +50,10 @@ pub struct PreviewArgs {
     /// Print the stored preview as JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Who previews (recorded on the run).
-    #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
-    pub operator: String,
+    /// Who previews: checked against their grants, recorded on the run and audited (default:
+    /// ARTEMIS_TRANSFER_OPERATOR, else $USER).
+    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+    pub operator: Option<String>,
 }
 
 /// `cluster/node/queue` → a queue reference. The queue is everything after the second `/` (it may contain
@@ -88,7 +89,7 @@ pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<ExitCode, CliError>
         source: args.from,
         target: args.to,
         selection,
-        operator: args.operator,
+        operator: super::grant::operator(args.operator)?,
     };
     let stored = preview_and_store(pool, &request, &preview_settings, VALID_FOR).await?;
     let mut out = std::io::stdout().lock();

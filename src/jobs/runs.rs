@@ -2,15 +2,14 @@
 //! its jobs and its events.
 //!
 //! Every change locks the run row first (`run_lock`), the same order as a handler's fenced transaction, so
-//! it waits for a batch that is committing instead of racing it.
+//! it waits for a batch that is committing instead of racing it. Starting and stopping are SQL functions
+//! (`transfer_run_start`, `transfer_run_request_stop`, migration 0004) that the Studio start path shares.
 
 use serde::Serialize;
-use serde_json::json;
 use sqlx::PgPool;
 
-use crate::jobs::error::{DbContext, Error};
-use crate::jobs::lease::end_run_and_release;
-use crate::jobs::model::{JobId, JobRow, JobState, NewJob, RunId, RunRow, RunState};
+use crate::jobs::error::Error;
+use crate::jobs::model::{JobId, JobRow, NewJob, RunId, RunRow, RunState};
 use crate::jobs::store::record::{self, RunEvent};
 use crate::jobs::store::{job as jobs, run as runs};
 
@@ -30,6 +29,10 @@ pub struct Started {
 
 /// Starts (or resumes) `run` with `first` as its next job: the run is Queued until a claim takes a slot for
 /// it, then Running. `default_max_attempts` applies unless `first` says otherwise.
+///
+/// One implementation with the Studio start path: the SQL function `transfer_run_start` (migration 0004), which
+/// `transfer_execute`, `transfer_resume` and `transfer_return` call too. A second active run on the same source
+/// queue fails on the constraint `transfer_run_one_active_per_source`, a second live job on `job_one_live_per_run`.
 pub async fn start(
     pool: &PgPool,
     run: RunId,
@@ -37,24 +40,42 @@ pub async fn start(
     started_by: &str,
     default_max_attempts: i32,
 ) -> Result<Started, Error> {
-    let mut tx = pool.begin().await.db("begin")?;
-    let row = runs::run_lock(&mut *tx, run).await?.ok_or(Error::RunNotFound(run))?;
-    if !row.state.is_startable() {
-        return Err(Error::RunState { run, state: row.state, action: "start" });
+    let started: Result<(i64, i64), sqlx::Error> =
+        sqlx::query_as("SELECT job_id, job_seq FROM transfer_run_start($1, $2, $3, $4, $5, $6, $7)")
+            .bind(run)
+            .bind(&first.kind)
+            .bind(&first.payload)
+            .bind(started_by)
+            .bind(first.max_attempts.unwrap_or(default_max_attempts))
+            .bind(first.run_at)
+            .bind(first.priority)
+            .fetch_one(pool)
+            .await;
+    match started {
+        Ok((job, seq)) => Ok(Started { job: JobId(job), seq }),
+        Err(e) => Err(refusal(run, "start", e, "transfer_run_start")),
     }
-    let seq = jobs::job_next_seq(&mut *tx, run).await?;
-    runs::run_queue(&mut *tx, run, Some(started_by)).await?;
-    let (job, due) = jobs::job_insert(&mut *tx, run, seq, first, default_max_attempts).await?;
-    jobs::job_notify_due(&mut *tx, due).await?;
-    record::run_event_insert(
-        &mut *tx,
-        run,
-        "started",
-        &json!({ "by": started_by, "job_id": job, "seq": seq, "from": row.state }),
-    )
-    .await?;
-    tx.commit().await.db("commit")?;
-    Ok(Started { job, seq })
+}
+
+/// The engine's error for a refusal of the SQL run functions: AT001 no such run, AT002 a state the action does not
+/// apply to (the state in the error's detail); anything else is the statement's failure.
+fn refusal(run: RunId, action: &'static str, e: sqlx::Error, op: &'static str) -> Error {
+    if let sqlx::Error::Database(db) = &e {
+        match db.code().as_deref() {
+            Some("AT001") => return Error::RunNotFound(run),
+            Some("AT002") => {
+                let detail = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().and_then(|pg| pg.detail());
+                let state = detail
+                    .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+                    .and_then(|d| d["state"].as_str().and_then(|s| s.parse::<RunState>().ok()));
+                if let Some(state) = state {
+                    return Error::RunState { run, state, action };
+                }
+            }
+            _ => {}
+        }
+    }
+    Error::Db { op, source: e }
 }
 
 /// What [`request_stop`] found.
@@ -69,32 +90,26 @@ pub enum StopRequest {
     AlreadyEnded(RunState),
 }
 
-/// Asks `run` to stop, for `reason`.
+/// Asks `run` to stop, for `reason`. One implementation with the Studio path: the SQL function
+/// `transfer_run_request_stop` (migration 0004), which `transfer_stop` calls too.
 pub async fn request_stop(pool: &PgPool, run: RunId, reason: &str) -> Result<StopRequest, Error> {
-    let mut tx = pool.begin().await.db("begin")?;
-    let row = runs::run_lock(&mut *tx, run).await?.ok_or(Error::RunNotFound(run))?;
-    if row.state.is_ended() || row.state == RunState::Previewed {
-        return Ok(StopRequest::AlreadyEnded(row.state));
+    let outcome: Result<serde_json::Value, sqlx::Error> =
+        sqlx::query_scalar("SELECT transfer_run_request_stop($1, $2)").bind(run).bind(reason).fetch_one(pool).await;
+    match outcome {
+        Ok(detail) => Ok(stop_request_from(&detail)),
+        Err(e) => Err(refusal(run, "stop", e, "transfer_run_request_stop")),
     }
-    runs::run_request_stop(&mut *tx, run, reason).await?;
-    let live = jobs::job_live_for_run(&mut *tx, run).await?;
-    let outcome = match live {
-        Some(job) if job.state == JobState::Running => {
-            record::run_event_insert(&mut *tx, run, "stop_requested", &json!({ "reason": reason, "job_id": job.id }))
-                .await?;
-            StopRequest::Requested
-        }
+}
+
+/// What `transfer_run_request_stop` answered (`{"stop": "stopped" | "requested" | "already_ended", "state": …}`).
+pub fn stop_request_from(detail: &serde_json::Value) -> StopRequest {
+    match detail["stop"].as_str() {
+        Some("stopped") => StopRequest::Stopped,
+        Some("requested") => StopRequest::Requested,
         _ => {
-            // Nothing in flight (a paced, backing-off or queued job, or none): stop now, so a queued run
-            // without a slot stops too.
-            jobs::job_cancel_live(&mut *tx, run, reason).await?;
-            end_run_and_release(&mut tx, run, RunState::Stopped, None, Some(reason)).await?;
-            record::run_event_insert(&mut *tx, run, "stopped", &json!({ "reason": reason })).await?;
-            StopRequest::Stopped
+            StopRequest::AlreadyEnded(detail["state"].as_str().and_then(|s| s.parse().ok()).unwrap_or(RunState::Failed))
         }
-    };
-    tx.commit().await.db("commit")?;
-    Ok(outcome)
+    }
 }
 
 /// The run.

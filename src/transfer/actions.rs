@@ -1,17 +1,20 @@
-//! What an operator does to a run, with the checks SPEC §3, §4.5 and §7 ask for: **execute** a Previewed run,
-//! **stop**, **resume**, **return to source**. Each action is audited (who, what, when, outcome) whether it is
-//! done or refused; the CLI, the HTTP API and the Studio SQL path all come through here.
+//! What an operator does to a run, with the checks SPEC §3, §4.5, §7 and §9 ask for: **execute** a Previewed run,
+//! **stop**, **resume**, **return to source**. Each action is audited (who, what, when, outcome, on the run's source
+//! and target cluster) whether it is done or refused.
+//!
+//! The checks, the start of the run's first job and the audit are **one implementation in SQL**
+//! (`transfer_execute`, `transfer_stop`, `transfer_resume`, `transfer_return`, migration 0004), which the Studio
+//! backend calls directly; this module calls the same functions and maps their SQLSTATEs (class `AT`, listed in
+//! the migration and in docs/studio-integration.md) back to [`ActionError`], so the CLI's words are the SQL path's.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::jobs::runs::{self, Started, StopRequest};
-use crate::jobs::{self, RunId, RunState};
-use crate::transfer::plan::{Mode, Plan};
-use crate::transfer::relay::Phase;
+use crate::jobs::runs::{Started, StopRequest};
+use crate::jobs::{self, JobId, RunState};
+use crate::transfer::permissions::{MissingGrant, Permission};
 
 /// What the operator confirms at execute.
 #[derive(Debug, Clone, Default)]
@@ -45,7 +48,7 @@ pub enum ActionError {
         applies_to: &'static str,
     },
     /// The preview is too old.
-    #[error("the preview of run {run} expired at {at}: preview again")]
+    #[error("the preview of run {run} expired at {}: preview again", at.format("%Y-%m-%d %H:%M:%S UTC"))]
     Expired {
         /// The run.
         run: Uuid,
@@ -88,9 +91,25 @@ pub enum ActionError {
     /// Another run is active on the source queue.
     #[error("another run is active on the source queue {0}: wait for it, or stop it")]
     SourceBusy(String),
-    /// Not built yet for this kind of run.
+    /// Not built yet for this kind of run, or not possible for it.
     #[error("{0}")]
     Unsupported(String),
+    /// The operator lacks a grant the action needs (SPEC §9).
+    #[error("{0}")]
+    Permission(MissingGrant),
+    /// The call was malformed (no operator named).
+    #[error("{0}")]
+    Invalid(String),
+    /// The database refused the action for a reason of its own (audited as an error).
+    #[error("the database refused {action}: {message} (SQLSTATE {sqlstate})")]
+    Database {
+        /// The action.
+        action: &'static str,
+        /// Postgres's SQLSTATE.
+        sqlstate: String,
+        /// Postgres's words.
+        message: String,
+    },
     /// The engine.
     #[error(transparent)]
     Jobs(#[from] jobs::Error),
@@ -99,128 +118,81 @@ pub enum ActionError {
     Db(#[from] sqlx::Error),
 }
 
-#[derive(sqlx::FromRow)]
-struct PreviewedRow {
-    state: String,
-    plan: Option<serde_json::Value>,
-    plan_hash: Option<String>,
-    preview: Option<serde_json::Value>,
-    preview_expires_at: Option<DateTime<Utc>>,
-    staging_queue: Option<String>,
+/// What the SQL action functions return (`transfer_action_result`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct ActionResult {
+    sqlstate: Option<String>,
+    message: Option<String>,
+    detail: Option<serde_json::Value>,
 }
 
-async fn row(pool: &PgPool, run: Uuid) -> Result<PreviewedRow, ActionError> {
-    sqlx::query_as(
-        "SELECT state, plan, plan_hash, preview, preview_expires_at, staging_queue FROM transfer_run WHERE id = $1",
-    )
-    .bind(run)
-    .fetch_optional(pool)
-    .await?
-    .ok_or(ActionError::NotFound(run))
-}
+/// The states an action applies to, in the words of the SQL functions.
+const PREVIEWED: &str = "a previewed run";
+const RESUMABLE: &str = "a stopped, interrupted or failed run (stop it first)";
 
-fn state_of(row: &PreviewedRow) -> RunState {
-    row.state.parse().unwrap_or(RunState::Failed)
-}
-
-/// Writes an audit row: `actor` did `action` to run `run` with `outcome`.
-pub async fn audit(pool: &PgPool, actor: &str, action: &str, run: Uuid, outcome: &str, detail: serde_json::Value) {
-    let result = sqlx::query("INSERT INTO audit (actor, action, target, outcome, detail) VALUES ($1, $2, $3, $4, $5)")
-        .bind(actor)
-        .bind(action)
-        .bind(format!("run:{run}"))
-        .bind(outcome)
-        .bind(detail)
-        .execute(pool)
-        .await;
-    if let Err(e) = result {
-        tracing::error!(error = %e, %action, %run, "could not write the audit row");
+impl ActionResult {
+    /// `Ok(detail)` for '00000', else the [`ActionError`] its SQLSTATE stands for.
+    fn into_result(self, run: Uuid, action: &'static str) -> Result<serde_json::Value, ActionError> {
+        let detail = self.detail.unwrap_or_default();
+        let message = self.message.unwrap_or_default();
+        let text = |key: &str| detail[key].as_str().unwrap_or_default().to_string();
+        let sqlstate = self.sqlstate.unwrap_or_default();
+        Err(match sqlstate.as_str() {
+            "00000" => return Ok(detail),
+            "AT000" => ActionError::Invalid(message),
+            "AT001" => ActionError::NotFound(run),
+            "AT002" => ActionError::State {
+                run,
+                state: text("state").parse().unwrap_or(RunState::Failed),
+                action: if action == "return" { "return to source" } else { action },
+                applies_to: if action == "execute" { PREVIEWED } else { RESUMABLE },
+            },
+            "AT003" => match serde_json::from_value::<DateTime<Utc>>(detail["at"].clone()) {
+                Ok(at) => ActionError::Expired { run, at },
+                Err(_) => ActionError::Invalid(message),
+            },
+            "AT004" => ActionError::PlanHash { run, given: text("given"), expected: text("expected") },
+            "AT005" => ActionError::Refused(text("words")),
+            "AT006" => ActionError::NotAcknowledged(text("codes")),
+            "AT007" => ActionError::UnknownAcknowledgement(text("code")),
+            "AT008" => ActionError::Confirmation { expected: text("expected"), why: text("why") },
+            "AT009" => ActionError::Cap { cap: detail["cap"].as_i64().unwrap_or_default() },
+            "AT010" => ActionError::SourceBusy(text("queue")),
+            "AT011" => ActionError::Unsupported(message),
+            "AT012" => ActionError::Permission(MissingGrant {
+                principal: text("principal"),
+                permission: text("permission").parse().unwrap_or(Permission::Admin),
+                cluster: text("cluster"),
+            }),
+            _ => ActionError::Database { action, sqlstate, message },
+        })
     }
 }
 
-async fn audited<T: Serialize>(
+/// Calls one of the SQL action functions; a failure to reach the database is audited here (best effort: the
+/// function could not write its own row).
+async fn call(
     pool: &PgPool,
-    actor: &str,
-    action: &str,
+    action: &'static str,
     run: Uuid,
-    result: Result<T, ActionError>,
-) -> Result<T, ActionError> {
-    match &result {
-        Ok(done) => audit(pool, actor, action, run, "ok", json!({ "result": done })).await,
-        Err(e @ (ActionError::Jobs(_) | ActionError::Db(_))) => {
-            audit(pool, actor, action, run, "error", json!({ "error": e.to_string() })).await
+    operator: &str,
+    query: sqlx::query::QueryAs<'_, sqlx::Postgres, ActionResult, sqlx::postgres::PgArguments>,
+) -> Result<serde_json::Value, ActionError> {
+    match query.fetch_one(pool).await {
+        Ok(result) => result.into_result(run, action),
+        Err(e) => {
+            audit(pool, operator, action, run, "error", json!({ "error": e.to_string() })).await;
+            Err(e.into())
         }
-        Err(e) => audit(pool, actor, action, run, "refused", json!({ "reason": e.to_string() })).await,
     }
-    result
 }
 
-/// Checks a Previewed run against what the operator confirmed (pure, given the row).
-fn check_confirmation(run: Uuid, row: &PreviewedRow, confirm: &Confirmation, cap: i64) -> Result<Plan, ActionError> {
-    let state = state_of(row);
-    if state != RunState::Previewed {
-        return Err(ActionError::State { run, state, action: "execute", applies_to: "a previewed run" });
-    }
-    let plan: Plan = row
-        .plan
-        .clone()
-        .and_then(|p| serde_json::from_value(p).ok())
-        .ok_or_else(|| ActionError::Refused("the run has no readable plan".into()))?;
-    if let Some(at) = row.preview_expires_at {
-        if at < Utc::now() {
-            return Err(ActionError::Expired { run, at });
-        }
-    }
-    let expected = row.plan_hash.clone().unwrap_or_default();
-    if confirm.plan_hash != expected {
-        return Err(ActionError::PlanHash { run, given: confirm.plan_hash.clone(), expected });
-    }
-    let preview = row.preview.clone().unwrap_or_default();
-    let findings = preview["findings"].as_array().cloned().unwrap_or_default();
-    let of_kind = |kind: &str| -> Vec<(String, String)> {
-        findings
-            .iter()
-            .filter(|f| f["kind"] == kind)
-            .map(|f| (f["code"].as_str().unwrap_or("").to_string(), f["words"].as_str().unwrap_or("").to_string()))
-            .collect()
-    };
-    let refused = of_kind("refused");
-    if !refused.is_empty() {
-        let words: Vec<String> = refused.iter().map(|(c, w)| format!("{c} ({w})")).collect();
-        return Err(ActionError::Refused(words.join("; ")));
-    }
-    let needed: Vec<String> = of_kind("needs_ack").into_iter().map(|(c, _)| c).collect();
-    if let Some(stray) = confirm.acknowledged.iter().find(|a| !needed.contains(a)) {
-        return Err(ActionError::UnknownAcknowledgement(stray.clone()));
-    }
-    let missing: Vec<&String> = needed.iter().filter(|c| !confirm.acknowledged.contains(c)).collect();
-    if !missing.is_empty() {
-        return Err(ActionError::NotAcknowledged(missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
-    }
-    let needs_typed = preview["needs_typed_confirmation"].as_bool().unwrap_or(true) || plan.mode == Mode::Move;
-    if needs_typed {
-        match &confirm.typed_queue {
-            Some(typed) if typed == &plan.source.queue => {}
-            Some(typed) => {
-                return Err(ActionError::Confirmation {
-                    expected: plan.source.queue.clone(),
-                    why: format!(": `{typed}` is not the source queue's name"),
-                })
-            }
-            None => return Err(ActionError::Confirmation { expected: plan.source.queue.clone(), why: String::new() }),
-        }
-    }
-    if preview["needs_cap_override"].as_bool().unwrap_or(true) && !confirm.override_cap {
-        return Err(ActionError::Cap { cap });
-    }
-    if plan.mode == Mode::Copy {
-        return Err(ActionError::Unsupported("copy runs are not built yet (issue 7); preview a move instead".into()));
-    }
-    Ok(plan)
+fn started(detail: &serde_json::Value) -> Started {
+    Started { job: JobId(detail["job"].as_i64().unwrap_or_default()), seq: detail["seq"].as_i64().unwrap_or_default() }
 }
 
-/// Executes a Previewed run: checks the confirmation, then queues its first job (the run takes a slot, or
-/// waits Queued for one). Audited.
+/// Executes a Previewed run: checks the confirmation and the operator's grants, then queues its first job (the
+/// run takes a slot, or waits Queued for one). `transfer_execute` in SQL. Audited.
 pub async fn execute(
     pool: &PgPool,
     run: Uuid,
@@ -228,145 +200,118 @@ pub async fn execute(
     operator: &str,
     default_max_attempts: i32,
 ) -> Result<Started, ActionError> {
-    let result = async {
-        let cap = crate::jobs::settings::load(pool).await?.safety_cap as i64;
-        let row = row(pool, run).await?;
-        let plan = check_confirmation(run, &row, confirm, cap)?;
-        sqlx::query("UPDATE transfer_run SET confirmed = $2, executed_at = now() WHERE id = $1")
-            .bind(run)
-            .bind(json!({
-                "plan_hash": confirm.plan_hash,
-                "acknowledged": confirm.acknowledged,
-                "typed_queue": confirm.typed_queue,
-                "override_cap": confirm.override_cap,
-                "by": operator,
-            }))
-            .execute(pool)
-            .await?;
-        start(pool, run, &plan, first_phase(&plan), operator, default_max_attempts).await
-    }
-    .await;
-    audited(pool, operator, "execute", run, result).await
+    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_execute($1, $2, $3, $4, $5, $6, $7)")
+        .bind(run)
+        .bind(&confirm.plan_hash)
+        .bind(&confirm.acknowledged)
+        .bind(&confirm.typed_queue)
+        .bind(confirm.override_cap)
+        .bind(operator)
+        .bind(default_max_attempts);
+    call(pool, "execute", run, operator, query).await.map(|d| started(&d))
 }
 
-/// A move between two queues of one node is the broker's own move (no staging); any other starts by preparing
-/// staging.
-fn first_phase(plan: &Plan) -> Phase {
-    if plan.same_node() {
-        Phase::LocalMove
-    } else {
-        Phase::Prepare
-    }
-}
-
-async fn start(
-    pool: &PgPool,
-    run: Uuid,
-    plan: &Plan,
-    phase: Phase,
-    operator: &str,
-    default_max_attempts: i32,
-) -> Result<Started, ActionError> {
-    match runs::start(pool, RunId(run), &phase.job(), operator, default_max_attempts).await {
-        Ok(started) => Ok(started),
-        Err(jobs::Error::Db { source: sqlx::Error::Database(db), .. })
-            if db.constraint() == Some("transfer_run_one_active_per_source") =>
-        {
-            Err(ActionError::SourceBusy(plan.source.display()))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Asks a run to stop: the batch in flight finishes (and an in-doubt batch is settled) first. Audited.
+/// Asks a run to stop: the batch in flight finishes (and an in-doubt batch is settled) first. Needs what starting
+/// the run needed. `transfer_stop` in SQL. Audited.
 pub async fn stop(pool: &PgPool, run: Uuid, reason: &str, operator: &str) -> Result<StopRequest, ActionError> {
-    let result = async {
-        row(pool, run).await?;
-        Ok(runs::request_stop(pool, RunId(run), &format!("stopped by {operator}: {reason}")).await?)
-    }
-    .await;
-    audited(pool, operator, "stop", run, result).await
-}
-
-/// A Stopped, Interrupted or Failed run's plan, or why `action` does not apply to it.
-async fn resumable(pool: &PgPool, run: Uuid, action: &'static str) -> Result<(Plan, PreviewedRow), ActionError> {
-    let row = row(pool, run).await?;
-    let state = state_of(&row);
-    if !matches!(state, RunState::Stopped | RunState::Interrupted | RunState::Failed) {
-        return Err(ActionError::State {
-            run,
-            state,
-            action,
-            applies_to: "a stopped, interrupted or failed run (stop it first)",
-        });
-    }
-    let plan: Plan = row
-        .plan
-        .clone()
-        .and_then(|p| serde_json::from_value(p).ok())
-        .ok_or_else(|| ActionError::Refused("the run has no readable plan".into()))?;
-    Ok((plan, row))
+    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_stop($1, $2, $3)")
+        .bind(run)
+        .bind(reason)
+        .bind(operator);
+    let detail = call(pool, "stop", run, operator, query).await?;
+    Ok(jobs::runs::stop_request_from(&detail))
 }
 
 /// Resumes a Stopped, Interrupted or Failed run from where it stopped (staging, counters and cursor reused).
-/// Audited.
+/// Needs what starting the run needed. `transfer_resume` in SQL. Audited.
 pub async fn resume(
     pool: &PgPool,
     run: Uuid,
     operator: &str,
     default_max_attempts: i32,
 ) -> Result<Started, ActionError> {
-    let result = async {
-        let (plan, row) = resumable(pool, run, "resume").await?;
-        clear_stop(pool, run).await?;
-        let phase = match (plan.same_node(), row.staging_queue.is_some()) {
-            (true, _) => Phase::LocalMove,
-            (false, true) => Phase::Relay,
-            (false, false) => Phase::Prepare,
-        };
-        start(pool, run, &plan, phase, operator, default_max_attempts).await
-    }
-    .await;
-    audited(pool, operator, "resume", run, result).await
+    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_resume($1, $2, $3)")
+        .bind(run)
+        .bind(operator)
+        .bind(default_max_attempts);
+    call(pool, "resume", run, operator, query).await.map(|d| started(&d))
 }
 
-/// Returns what a Stopped, Interrupted or Failed move still holds in staging to the source queue (§4.5).
-/// Audited.
+/// Returns what a Stopped, Interrupted or Failed move still holds in staging to the source queue (§4.5). Needs
+/// message:move on the source cluster. `transfer_return` in SQL. Audited.
 pub async fn return_to_source(
     pool: &PgPool,
     run: Uuid,
     operator: &str,
     default_max_attempts: i32,
 ) -> Result<Started, ActionError> {
-    let result = async {
-        let (plan, _) = resumable(pool, run, "return to source").await?;
-        if plan.mode != Mode::Move {
-            return Err(ActionError::Unsupported("only a move has anything to return".into()));
-        }
-        if plan.same_node() {
-            return Err(ActionError::Unsupported(
-                "a move on one node holds nothing in staging: what it moved is on the target queue, and the rest \
-                 is still on the source queue; to put messages back, preview a move from the target queue"
-                    .into(),
-            ));
-        }
-        clear_stop(pool, run).await?;
-        start(pool, run, &plan, Phase::Return, operator, default_max_attempts).await
-    }
-    .await;
-    audited(pool, operator, "return", run, result).await
+    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_return($1, $2, $3)")
+        .bind(run)
+        .bind(operator)
+        .bind(default_max_attempts);
+    call(pool, "return", run, operator, query).await.map(|d| started(&d))
 }
 
-/// A resumed or returning run starts without the old stop request.
-async fn clear_stop(pool: &PgPool, run: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE transfer_run SET stop_requested = false, stop_reason = NULL \
-         WHERE id = $1 AND state IN ('stopped', 'interrupted', 'failed')",
+/// One audit row: `actor` did `action` to `target` with `outcome`, concerning `source_cluster` (and
+/// `target_cluster`). A row that names a run (`run:<id>`) and no cluster gets the run's clusters from the
+/// database (trigger `audit_fill_clusters`); one that names neither concerns the whole deployment (`*`).
+#[derive(Debug, Clone)]
+pub struct AuditEntry<'a> {
+    /// Who.
+    pub actor: &'a str,
+    /// What.
+    pub action: &'a str,
+    /// To what (`run:<id>`, `grant:<principal>/<cluster>/<permission>`, …).
+    pub target: String,
+    /// `ok`, `refused` or `error`.
+    pub outcome: &'a str,
+    /// The particulars (never a secret).
+    pub detail: serde_json::Value,
+    /// The cluster acted on (a run's source; `*` for every cluster).
+    pub source_cluster: Option<&'a str>,
+    /// A run's target cluster.
+    pub target_cluster: Option<&'a str>,
+}
+
+/// Writes `entry`; returns its id.
+pub async fn audit_entry(pool: &PgPool, entry: &AuditEntry<'_>) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO audit (actor, action, target, outcome, detail, source_cluster, target_cluster) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
     )
-    .bind(run)
-    .execute(pool)
-    .await?;
-    Ok(())
+    .bind(entry.actor)
+    .bind(entry.action)
+    .bind(&entry.target)
+    .bind(entry.outcome)
+    .bind(&entry.detail)
+    .bind(entry.source_cluster)
+    .bind(entry.target_cluster)
+    .fetch_one(pool)
+    .await
+}
+
+/// Writes an audit row: `actor` did `action` to run `run` with `outcome` (the run's clusters are filled in by the
+/// database). A row that cannot be written is logged.
+pub async fn audit(pool: &PgPool, actor: &str, action: &str, run: Uuid, outcome: &str, detail: serde_json::Value) {
+    let entry = AuditEntry {
+        actor,
+        action,
+        target: format!("run:{run}"),
+        outcome,
+        detail,
+        source_cluster: None,
+        target_cluster: None,
+    };
+    if let Err(e) = audit_entry(pool, &entry).await {
+        tracing::error!(error = %e, %action, %run, "could not write the audit row");
+    }
+}
+
+/// Writes `entry`, logging a failure (for actions whose own result must not be hidden by the audit's).
+pub async fn audit_logged(pool: &PgPool, entry: &AuditEntry<'_>) {
+    if let Err(e) = audit_entry(pool, entry).await {
+        tracing::error!(error = %e, action = %entry.action, target = %entry.target, "could not write the audit row");
+    }
 }
 
 /// The words the confirmation of a return shows before the operator types the queue name (§4.5).

@@ -16,6 +16,10 @@
 //! before anything moves. Then the empty staging queue is removed with its address settings. Every return is
 //! audited, done or refused. The returned messages get new ids, no expiration, and join the tail of their queue.
 //!
+//! **Permissions** (SPEC §9). Listing shows the clusters on which the operator holds `cluster:read`; returning
+//! needs `message:move` on the orphan's cluster, and a cluster the operator may not see at all is not found, as if
+//! it were not registered. Each return is audited on that cluster.
+//!
 //! **Several deployments on one broker.** Ownership is read from this database only, so the staging queue of a run
 //! that lives in another database sharing the broker is listed here as an orphan. A return refuses a queue with a
 //! consumer attached (that run relaying a batch); between batches it cannot be told apart. Nothing is lost either
@@ -34,7 +38,8 @@ use crate::broker::jolokia::{BrokerManagement, JolokiaError, Request};
 use crate::broker::permits::PermitSource;
 use crate::registry::live::live_endpoint_limited;
 use crate::registry::{store, Credentials, RegistryError};
-use crate::transfer::actions::audit;
+use crate::transfer::actions::{audit_logged, AuditEntry};
+use crate::transfer::permissions::{self, Permission, PermissionError};
 use crate::transfer::staging::{self, StagingError, StagingSpec, DMQ_PREFIX, STAGING_PREFIX};
 
 /// How long one management call of a listing or a return may take.
@@ -116,6 +121,9 @@ pub enum OrphanError {
     /// Postgres.
     #[error("the database: {0}")]
     Db(#[from] sqlx::Error),
+    /// The operator lacks a grant (or the grants could not be read).
+    #[error(transparent)]
+    Permission(#[from] PermissionError),
     /// The name is not a staging queue (the DMQ, a look-alike, a user queue).
     #[error("{0} is not a staging queue (studio.transfer.<uuid>): only those can be orphans")]
     NotStaging(String),
@@ -207,7 +215,13 @@ fn moved_note(returned: u64) -> String {
 impl OrphanError {
     /// A refusal (the operator can act on the words), as opposed to a failure of a system.
     pub fn is_refusal(&self) -> bool {
-        !matches!(self, OrphanError::Db(_) | OrphanError::Management(_) | OrphanError::Registry(RegistryError::Db(_)))
+        !matches!(
+            self,
+            OrphanError::Db(_)
+                | OrphanError::Management(_)
+                | OrphanError::Registry(RegistryError::Db(_))
+                | OrphanError::Permission(PermissionError::Db(_))
+        )
     }
 }
 
@@ -240,11 +254,19 @@ async fn owner(pool: &PgPool, queue: &str) -> Result<Option<Uuid>, sqlx::Error> 
         .await
 }
 
-/// Lists every orphan on every node of every registered cluster. Management calls take `permits`.
-pub async fn list(pool: &PgPool, permits: Option<Arc<dyn PermitSource>>) -> Result<Orphans, OrphanError> {
+/// Lists every orphan on every node of every registered cluster on which `principal` holds `cluster:read` (the
+/// others are not asked). Management calls take `permits`.
+pub async fn list(
+    pool: &PgPool,
+    permits: Option<Arc<dyn PermitSource>>,
+    principal: &str,
+) -> Result<Orphans, OrphanError> {
     let mut found: Vec<Orphan> = Vec::new();
     let mut unchecked = Vec::new();
     for cluster in store::list(pool).await? {
+        if !permissions::has_grant(pool, principal, &cluster.name, Permission::ClusterRead).await? {
+            continue;
+        }
         let credentials = match Credentials::from_env(&cluster.credentials_ref) {
             Ok(c) => c,
             Err(e) => {
@@ -327,7 +349,17 @@ pub async fn return_orphan(
         Err(e) if e.is_refusal() => ("refused", json!({ "reason": e.to_string() })),
         Err(e) => ("error", json!({ "error": e.to_string() })),
     };
-    audit(pool, &request.operator, "orphan_return", run.unwrap_or(Uuid::nil()), outcome, detail(extra)).await;
+    let entry = AuditEntry {
+        actor: &request.operator,
+        action: "orphan_return",
+        target: format!("run:{}", run.unwrap_or(Uuid::nil())),
+        outcome,
+        detail: detail(extra),
+        // The messages go back to queues of the orphan's own node.
+        source_cluster: Some(&request.cluster),
+        target_cluster: Some(&request.cluster),
+    };
+    audit_logged(pool, &entry).await;
     result
 }
 
@@ -337,6 +369,11 @@ async fn return_checked(
     request: &ReturnRequest,
 ) -> Result<Returned, OrphanError> {
     let queue = &request.queue;
+    if !permissions::can_see(pool, &request.operator, &request.cluster).await? {
+        // Exactly what an unregistered cluster answers.
+        return Err(RegistryError::NotFound(format!("no cluster named {} is registered", request.cluster)).into());
+    }
+    permissions::require(pool, &request.operator, &request.cluster, Permission::MessageMove).await?;
     if let Some(run) = owner(pool, queue).await? {
         return Err(OrphanError::Owned { queue: queue.clone(), run });
     }

@@ -1,6 +1,11 @@
 //! The preview as a service: resolve both ends in the registry, find each node's live endpoint, gather the
 //! facts, freeze the plan at the source broker's clock, evaluate, and store the result as a **Previewed run**
 //! bound by its plan hash, valid until it expires. Nothing touches a broker beyond reads.
+//!
+//! Permissions (SPEC §9) come first: a source or target cluster the operator may not see answers exactly as an
+//! unregistered one, and a preview of a run the operator could not start is refused naming the missing grant.
+//! Every preview is audited — made, refused or failed — on both clusters. [`targets_for`] lists the clusters a
+//! transfer could go to, each enabled or disabled with the reason.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,9 +14,11 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use super::actions::{audit_logged, AuditEntry};
 use super::gather::{gather, EndAccess, RunFacts};
+use super::permissions::{self, Permission, PermissionError};
 use super::plan::{Mode, Plan, QueueRef, Selection};
-use super::preview::{preview, Preview, PreviewSettings};
+use super::preview::{preview, Kind, Preview, PreviewSettings};
 use crate::broker::jolokia::BrokerManagement;
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
@@ -54,9 +61,33 @@ pub enum ServiceError {
     /// The registry could not resolve a cluster, node or credentials.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The operator lacks a grant the run would need (or the grants could not be read).
+    #[error(transparent)]
+    Permission(#[from] PermissionError),
     /// Postgres failed.
     #[error("the database: {0}")]
     Db(#[from] sqlx::Error),
+}
+
+impl ServiceError {
+    /// A refusal the operator can act on (an unknown or invisible cluster or node, missing credentials, a missing
+    /// grant), as opposed to a failure of a system.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            ServiceError::Registry(RegistryError::Db(_)) | ServiceError::Db(_) => false,
+            ServiceError::Permission(e) => e.is_refusal(),
+            ServiceError::Registry(_) => true,
+        }
+    }
+}
+
+/// The registered cluster `name` if `principal` may see it; an invisible cluster gives exactly the error of an
+/// unregistered one.
+async fn visible_cluster(pool: &PgPool, principal: &str, name: &str) -> Result<crate::registry::Cluster, ServiceError> {
+    if !permissions::can_see(pool, principal, name).await? {
+        return Err(RegistryError::NotFound(format!("no cluster named {name} is registered")).into());
+    }
+    Ok(store::get(pool, name).await?)
 }
 
 /// How long management calls of a preview may take.
@@ -104,15 +135,74 @@ async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFa
 
 /// Previews a transfer and stores it as a Previewed run. Its management calls draw on the per-node permits in
 /// `pool` (`transfer_node_permit`), like every other broker call, so the `setting` table must be seeded
-/// (`artemis-transfer migrate`).
+/// (`artemis-transfer migrate`). The operator must see both clusters and hold what the run needs (SPEC §9: a move
+/// needs message:move on the source, a copy message:read; both message:send on the target). Audited.
 pub async fn preview_and_store(
     pool: &PgPool,
     request: &PreviewRequest,
     settings: &PreviewSettings,
     valid_for: Duration,
 ) -> Result<StoredPreview, ServiceError> {
-    let source_cluster = store::get(pool, &request.source.cluster).await?;
-    let target_cluster = store::get(pool, &request.target.cluster).await?;
+    let result = preview_checked(pool, request, settings, valid_for).await;
+    audit_preview(pool, request, &result).await;
+    result
+}
+
+/// The audit row of a preview: who previewed what, and what came of it.
+async fn audit_preview(pool: &PgPool, request: &PreviewRequest, result: &Result<StoredPreview, ServiceError>) {
+    let mut detail = serde_json::json!({
+        "mode": request.mode,
+        "source": request.source.display(),
+        "target": request.target.display(),
+        "selection": match &request.selection {
+            Selection::Ids(ids) => format!("{} ids", ids.len()),
+            Selection::Filter(_) => "filter".to_string(),
+            Selection::All => "whole queue".to_string(),
+        },
+    });
+    let (target, outcome) = match result {
+        Ok(stored) => {
+            let codes = |kind: Kind| -> Vec<&str> {
+                stored.preview.findings.iter().filter(|f| f.kind == kind).map(|f| f.code).collect()
+            };
+            detail["result"] = serde_json::json!({
+                "plan_hash": stored.plan_hash,
+                "can_start": stored.preview.can_start(),
+                "selection_size": stored.preview.selection_size,
+                "refused": codes(Kind::Refused),
+                "needs_ack": codes(Kind::NeedsAck),
+                "unknown": codes(Kind::Unknown),
+            });
+            (format!("run:{}", stored.run_id), "ok")
+        }
+        Err(e) => {
+            detail["reason"] = serde_json::json!(e.to_string());
+            let target = format!("preview:{} -> {}", request.source.display(), request.target.display());
+            (target, if e.is_refusal() { "refused" } else { "error" })
+        }
+    };
+    let entry = AuditEntry {
+        actor: &request.operator,
+        action: "preview",
+        target,
+        outcome,
+        detail,
+        source_cluster: Some(&request.source.cluster),
+        target_cluster: Some(&request.target.cluster),
+    };
+    audit_logged(pool, &entry).await;
+}
+
+async fn preview_checked(
+    pool: &PgPool,
+    request: &PreviewRequest,
+    settings: &PreviewSettings,
+    valid_for: Duration,
+) -> Result<StoredPreview, ServiceError> {
+    let operator = &request.operator;
+    let source_cluster = visible_cluster(pool, operator, &request.source.cluster).await?;
+    let target_cluster = visible_cluster(pool, operator, &request.target.cluster).await?;
+    permissions::require_for_run(pool, operator, request.mode, &source_cluster.name, &target_cluster.name).await?;
     let source_node = source_cluster.node(&request.source.node)?;
     let target_node = target_cluster.node(&request.target.node)?;
     let source_credentials = Credentials::from_env(&source_cluster.credentials_ref)?;
@@ -175,6 +265,39 @@ pub async fn preview_and_store(
     .execute(pool)
     .await?;
     Ok(StoredPreview { run_id, plan, plan_hash, preview: shown, expires_at })
+}
+
+/// A cluster a transfer could go to, as the operator sees the list.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Target {
+    /// The registered cluster.
+    pub cluster: String,
+    /// The operator may send to it.
+    pub enabled: bool,
+    /// Why not, in words naming the missing grant; `None` when enabled.
+    pub reason: Option<String>,
+}
+
+/// The clusters a transfer from `source_cluster` could go to, for `principal`: every cluster they may see, those
+/// they may not send to disabled with the reason (SPEC §9). A cluster they may not see is absent, and an invisible
+/// `source_cluster` is not found, exactly as if it were not registered.
+pub async fn targets_for(pool: &PgPool, principal: &str, source_cluster: &str) -> Result<Vec<Target>, ServiceError> {
+    visible_cluster(pool, principal, source_cluster).await?;
+    let mut targets = Vec::new();
+    for cluster in store::list(pool).await? {
+        if !permissions::can_see(pool, principal, &cluster.name).await? {
+            continue;
+        }
+        let target = match permissions::require(pool, principal, &cluster.name, Permission::MessageSend).await {
+            Ok(()) => Target { cluster: cluster.name, enabled: true, reason: None },
+            Err(PermissionError::Missing(missing)) => {
+                Target { cluster: cluster.name, enabled: false, reason: Some(missing.to_string()) }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        targets.push(target);
+    }
+    Ok(targets)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use sqlx::PgPool;
 
 use crate::support::{self, log, process, process::WorkerProcess};
 
-const ACTOR: &str = "ops@test";
+const ACTOR: &str = support::ADMIN_ACTOR;
 
 async fn audit(pool: &PgPool) -> Vec<AuditRow> {
     let mut rows = record::audit_list(pool, 100).await.unwrap();
@@ -165,9 +165,14 @@ async fn admin_prune_deletes_old_finished_jobs_of_ended_runs_only() {
     let worker = WorkerProcess::spawn(&db.url, "prune-w", 2, &support::process::fast_lease_env(5.0, 1.0), &dir);
     support::wait_runs_in_state(&db.pool, &[done], "succeeded", Duration::from_secs(30)).await;
     worker.stop().await;
-    // A stopped run may still hold staging: its history is kept.
+    // A stopped run that still holds staging: its history is kept.
     let stopped = support::start_probe_run(&db.pool, &ProbeSpec::new(5)).await;
     runs::request_stop(&db.pool, stopped, "test").await.unwrap();
+    sqlx::query("UPDATE transfer_run SET staging_queue = 'studio.transfer.' || id::text WHERE id = $1")
+        .bind(stopped.0)
+        .execute(&db.pool)
+        .await
+        .unwrap();
 
     let none = ok_output(&process::admin(&db.url, ACTOR, &["prune", "--older-than", "1d"]));
     assert!(none.contains("deleted 0 "), "{none}");
@@ -177,7 +182,7 @@ async fn admin_prune_deletes_old_finished_jobs_of_ended_runs_only() {
     assert!(runs::jobs(&db.pool, done).await.unwrap().is_empty());
     assert_eq!(runs::jobs(&db.pool, stopped).await.unwrap().len(), 1);
     let trail = audit(&db.pool).await;
-    let deleted: Vec<_> = trail.iter().map(|r| (r.action.as_str(), r.detail["deleted"].as_u64())).collect();
+    let deleted: Vec<_> = trail.iter().map(|r| (r.action.as_str(), r.detail["deleted"]["jobs"].as_u64())).collect();
     assert_eq!(deleted, [("jobs.prune", Some(0)), ("jobs.prune", Some(5))]);
 }
 

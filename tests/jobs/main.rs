@@ -11,13 +11,17 @@
 //! - `restart`: Postgres restarted under load (a private cluster: the shared one is never restarted).
 //! - `admin`: each admin command on a live system, and its audit row.
 //! - `permit`: the per-node token bucket SQL function.
+//! - `prune`: retention: what goes, what never goes (staging, live runs, audit), concurrent and scheduled prunes.
+//! - `settings_cli`: `artemis-transfer settings` show and set, refusals, audit rows.
 
 mod admin;
 mod claim;
 mod crash;
 mod pacing;
 mod permit;
+mod prune;
 mod restart;
 mod schema;
+mod settings_cli;
 mod single_flight;
 mod support;

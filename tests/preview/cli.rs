@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 use sqlx::Row;
 use testbed::{unique_name, Node, TestBed};
 
+/// The operator every command of these tests acts for; [`Cli::fresh`] makes them an admin of every cluster.
+pub const OPERATOR: &str = "cli-tester";
+
 /// The binary, run with its own database.
 #[derive(Debug, Clone)]
 pub struct Cli {
@@ -42,10 +45,12 @@ impl Ran {
 }
 
 impl Cli {
-    /// A fresh database, migrated by `artemis-transfer migrate` (schema and the settings' defaults).
+    /// A fresh database, migrated by `artemis-transfer migrate` (schema and the settings' defaults), where
+    /// [`OPERATOR`] holds admin on every cluster (the bootstrap grant of a fresh database).
     pub async fn fresh(label: &str) -> Cli {
         let cli = Cli { database_url: testbed::postgres::fresh_database(label).await };
         cli.run(&["migrate"]).await.expect_code(0);
+        cli.run(&["grant", "add", OPERATOR, "*", "admin"]).await.expect_code(0);
         cli
     }
 
@@ -54,8 +59,8 @@ impl Cli {
         self.run_with(args, &[]).await
     }
 
-    /// Runs the binary with `args` and extra environment variables. The test bed's broker credentials are
-    /// exported as the reference `testbed`, as an operator would export them.
+    /// Runs the binary with `args` and extra environment variables, as [`OPERATOR`]. The test bed's broker
+    /// credentials are exported as the reference `testbed`, as an operator would export them.
     pub async fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Ran {
         let bed = TestBed::require().await;
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
@@ -65,7 +70,7 @@ impl Cli {
             .env("ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__PASSWORD", &bed.nodes[0].password)
             .env("RUST_LOG", "warn")
             .env_remove("ARTEMIS_TRANSFER_CONFIG")
-            .env_remove("ARTEMIS_TRANSFER_OPERATOR")
+            .env("ARTEMIS_TRANSFER_OPERATOR", OPERATOR)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .kill_on_drop(true)

@@ -88,7 +88,7 @@ async fn an_orphan_is_listed_and_each_message_returns_to_its_own_queue() {
     create_queue(east1, &dmq).await;
 
     // Listed: the orphan with its 45 messages; not the owned staging queues, not the DMQ.
-    let found = orphans::list(&world.pool, None).await.unwrap();
+    let found = orphans::list(&world.pool, None, "tester").await.unwrap();
     assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
     let mine: Vec<_> = found.orphans.iter().filter(|o| o.queue == orphan).collect();
     assert_eq!(mine.len(), 1, "{found:?}");
@@ -135,7 +135,7 @@ async fn an_orphan_is_listed_and_each_message_returns_to_its_own_queue() {
     assert_eq!((on_a.len(), on_b.len(), on_c.len()), (30, 20, 3));
     let queues = mgmt.queues().await.unwrap();
     assert!(!queues.iter().any(|(_, _, q)| q == &orphan), "{orphan} is still on east-1");
-    let after = orphans::list(&world.pool, None).await.unwrap();
+    let after = orphans::list(&world.pool, None, "tester").await.unwrap();
     assert!(!after.orphans.iter().any(|o| o.queue == orphan), "{after:?}");
 
     // Audited: the refusal and the return.

@@ -56,6 +56,9 @@ const ASSUMED_MESSAGE_BYTES: i64 = 1024;
 /// One job of a move on one node: settle a lost answer, then move one chunk, or end the run once the selection
 /// is exhausted.
 pub async fn local_move(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+    if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
+        return Ok(revoked);
+    }
     let started = Utc::now();
     let settings = settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("reading the settings", e))?;
     let mut run = {

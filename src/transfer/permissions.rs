@@ -1,0 +1,594 @@
+//! Who may do what on which cluster (SPEC §9). Grants live in Postgres (`transfer_grant`, migration 0004), written
+//! by the Studio backend or by `artemis-transfer grant`; the test of a grant is one SQL function,
+//! `transfer_has_grant`, so the Studio backend, the SQL start path and this module can never disagree.
+//!
+//! - `admin` implies every permission on its cluster; a grant on `*` applies to every cluster.
+//! - A cluster on which the caller holds no grant at all is invisible: it answers as if it did not exist.
+//! - A run keeps the operator who (last) started it (`transfer_run.started_by`); before every batch the worker
+//!   re-checks that this operator still holds what the run needs ([`recheck_run`]), and a revoked grant stops the
+//!   run with words naming the permission ([`stop_if_revoked`]).
+//! - Grants are changed by the admin commands [`grant`] and [`revoke`], audited. While nobody holds `admin` on `*`
+//!   (a fresh database), they are open to anyone who can reach the database: that is how the first admin is made.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::jobs::handler::{JobContext, Outcome};
+use crate::transfer::actions::{audit_entry, AuditEntry};
+use crate::transfer::plan::Mode;
+
+/// A permission a grant gives (the `transfer_grant.permission` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(into = "&'static str")]
+pub enum Permission {
+    /// See the cluster: list it, list its orphans.
+    ClusterRead,
+    /// Copy from it.
+    MessageRead,
+    /// Move from it, return to it, return its orphans.
+    MessageMove,
+    /// Send to it (the target of a move or copy).
+    MessageSend,
+    /// Every permission on the cluster; on `*`, the admin commands too.
+    Admin,
+}
+
+impl Permission {
+    /// Every permission.
+    pub const ALL: [Permission; 5] = [
+        Permission::ClusterRead,
+        Permission::MessageRead,
+        Permission::MessageMove,
+        Permission::MessageSend,
+        Permission::Admin,
+    ];
+
+    /// The name stored in the table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::ClusterRead => "cluster:read",
+            Permission::MessageRead => "message:read",
+            Permission::MessageMove => "message:move",
+            Permission::MessageSend => "message:send",
+            Permission::Admin => "admin",
+        }
+    }
+
+    /// What taking messages from the source of a run of `mode` needs (SPEC §9).
+    pub fn on_source(mode: Mode) -> Permission {
+        match mode {
+            Mode::Move => Permission::MessageMove,
+            Mode::Copy => Permission::MessageRead,
+        }
+    }
+}
+
+impl From<Permission> for &'static str {
+    fn from(p: Permission) -> &'static str {
+        p.as_str()
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Permission {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Permission::ALL.into_iter().find(|p| p.as_str() == s).ok_or_else(|| {
+            format!("{s:?} is not a permission: use cluster:read, message:read, message:move, message:send or admin")
+        })
+    }
+}
+
+/// The cluster a grant applies to: `*` means every cluster.
+pub const EVERY_CLUSTER: &str = "*";
+
+/// A grant the caller lacks. Its words are those of the SQL functions (`transfer_lacks_words`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingGrant {
+    /// Who lacks it.
+    pub principal: String,
+    /// What.
+    pub permission: Permission,
+    /// On which cluster (`*`: on every cluster).
+    pub cluster: String,
+}
+
+impl fmt::Display for MissingGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "operator {} lacks {} on ", self.principal, self.permission)?;
+        if self.cluster == EVERY_CLUSTER {
+            f.write_str("every cluster (*)")
+        } else {
+            write!(f, "cluster {}", self.cluster)
+        }
+    }
+}
+
+impl std::error::Error for MissingGrant {}
+
+/// Why a permission check did not pass.
+#[derive(Debug, thiserror::Error)]
+pub enum PermissionError {
+    /// The caller lacks a grant.
+    #[error("{0}")]
+    Missing(MissingGrant),
+    /// The grants could not be read (nothing is allowed then).
+    #[error("the grants could not be read: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+impl PermissionError {
+    /// A refusal the caller can act on, as opposed to a failure of the database.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, PermissionError::Missing(_))
+    }
+}
+
+/// Whether `principal` holds `permission` on `cluster` (`*`: on every cluster).
+pub async fn has_grant(
+    pool: &PgPool,
+    principal: &str,
+    cluster: &str,
+    permission: Permission,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT transfer_has_grant($1, $2, $3)")
+        .bind(principal)
+        .bind(cluster)
+        .bind(permission.as_str())
+        .fetch_one(pool)
+        .await
+}
+
+/// `Ok` when `principal` holds `permission` on `cluster`, else the missing grant.
+pub async fn require(
+    pool: &PgPool,
+    principal: &str,
+    cluster: &str,
+    permission: Permission,
+) -> Result<(), PermissionError> {
+    if has_grant(pool, principal, cluster, permission).await? {
+        Ok(())
+    } else {
+        Err(PermissionError::Missing(MissingGrant {
+            principal: principal.to_string(),
+            permission,
+            cluster: cluster.to_string(),
+        }))
+    }
+}
+
+/// Whether `principal` may see `cluster` at all (any grant on it or on `*`). An invisible cluster must answer
+/// exactly as an unregistered one.
+pub async fn can_see(pool: &PgPool, principal: &str, cluster: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT transfer_can_see($1, $2)").bind(principal).bind(cluster).fetch_one(pool).await
+}
+
+/// `Ok` when `principal` holds what a run of `mode` from `source` to `target` needs (SPEC §9), else the first
+/// grant missing. The same SQL (`transfer_missing_grant`) decides for execute, stop, resume and every batch.
+pub async fn require_for_run(
+    pool: &PgPool,
+    principal: &str,
+    mode: Mode,
+    source: &str,
+    target: &str,
+) -> Result<(), PermissionError> {
+    let mode = match mode {
+        Mode::Move => "move",
+        Mode::Copy => "copy",
+    };
+    match missing_for_run(pool, principal, mode, source, target).await? {
+        None => Ok(()),
+        Some(missing) => Err(PermissionError::Missing(missing)),
+    }
+}
+
+async fn missing_for_run(
+    pool: &PgPool,
+    principal: &str,
+    mode: &str,
+    source: &str,
+    target: &str,
+) -> Result<Option<MissingGrant>, sqlx::Error> {
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT permission, cluster FROM transfer_missing_grant($1, $2, $3, $4)")
+            .bind(principal)
+            .bind(mode)
+            .bind(source)
+            .bind(target)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(permission, cluster)| MissingGrant {
+        principal: principal.to_string(),
+        // The column's CHECK admits only known names.
+        permission: permission.parse().unwrap_or(Permission::Admin),
+        cluster,
+    }))
+}
+
+/// `Ok` when `principal` may run an admin command on `run` (admin on its source and target cluster), or — with no
+/// run, or a run that names no clusters — on the whole deployment (admin on `*`).
+pub async fn require_admin_of(pool: &PgPool, principal: &str, run: Option<Uuid>) -> Result<(), PermissionError> {
+    let clusters: Option<(Option<String>, Option<String>)> = match run {
+        Some(run) => {
+            sqlx::query_as("SELECT source_cluster, target_cluster FROM transfer_run WHERE id = $1")
+                .bind(run)
+                .fetch_optional(pool)
+                .await?
+        }
+        None => None,
+    };
+    match clusters {
+        Some((Some(source), Some(target))) => {
+            require(pool, principal, &source, Permission::Admin).await?;
+            require(pool, principal, &target, Permission::Admin).await
+        }
+        _ => require(pool, principal, EVERY_CLUSTER, Permission::Admin).await,
+    }
+}
+
+/// Why a run may not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum Revoked {
+    /// The operator who started it no longer holds a grant it needs.
+    #[error("{missing}: a grant the run needs was withdrawn; grant it again, then resume run {run}")]
+    Missing {
+        /// The run.
+        run: Uuid,
+        /// The grant.
+        missing: MissingGrant,
+    },
+    /// The run records no operator, mode or clusters, so what it needs cannot be checked (never taken as allowed).
+    #[error("run {run} records no {what}, so its permissions cannot be checked: it does not go on")]
+    Unknowable {
+        /// The run.
+        run: Uuid,
+        /// What it lacks.
+        what: &'static str,
+    },
+    /// The grants could not be read: a transient failure, not a revocation.
+    #[error("the run's permissions could not be re-checked: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+impl Revoked {
+    /// What becomes of the batch: a missing grant stops the run with these words; an unreadable database retries.
+    pub fn into_outcome(self) -> Outcome {
+        match self {
+            Revoked::Db(_) => Outcome::Retry { error: self.to_string() },
+            other => Outcome::Stop { reason: other.to_string() },
+        }
+    }
+}
+
+/// Re-checks that the operator who started `run` still holds what it needs (SPEC §9: before every batch).
+pub async fn recheck_run(pool: &PgPool, run: Uuid) -> Result<(), Revoked> {
+    type Row = (Option<String>, Option<String>, Option<String>, Option<String>);
+    let row: Option<Row> =
+        sqlx::query_as("SELECT started_by, mode, source_cluster, target_cluster FROM transfer_run WHERE id = $1")
+            .bind(run)
+            .fetch_optional(pool)
+            .await?;
+    let Some((operator, mode, source, target)) = row else {
+        return Err(Revoked::Unknowable { run, what: "row (the run does not exist)" });
+    };
+    let operator = operator.filter(|o| !o.is_empty()).ok_or(Revoked::Unknowable { run, what: "operator" })?;
+    let mode = mode.ok_or(Revoked::Unknowable { run, what: "mode" })?;
+    let (Some(source), Some(target)) = (source, target) else {
+        return Err(Revoked::Unknowable { run, what: "source or target cluster" });
+    };
+    match missing_for_run(pool, &operator, &mode, &source, &target).await? {
+        None => Ok(()),
+        Some(missing) => Err(Revoked::Missing { run, missing }),
+    }
+}
+
+/// The re-check a batch makes before it touches a broker: `None` to go on, or what the job does instead.
+///
+/// A revoked grant stops the run (Stopped, with words naming the permission). When the run has a batch in doubt or
+/// a refill whose outcome is unknown, that must be settled first while the target's duplicate cache still holds it
+/// (SPEC §7 I6), so the revocation is stored as the run's stop request (fenced) and the job is snoozed: its next
+/// claim sees the request, settles, and stops with these words, as for an operator's stop. A run that is already
+/// stopping goes its way.
+pub async fn stop_if_revoked(ctx: &JobContext) -> Result<Option<Outcome>, crate::jobs::Error> {
+    let run = ctx.job.run_id.0;
+    let revoked = match recheck_run(&ctx.pool, run).await {
+        Ok(()) => return Ok(None),
+        Err(Revoked::Db(e)) => return Ok(Some(Revoked::Db(e).into_outcome())),
+        Err(_) if ctx.stop_requested => return Ok(None),
+        Err(revoked) => revoked,
+    };
+    let reason = revoked.to_string();
+    let unsettled: Result<bool, sqlx::Error> = sqlx::query_scalar(
+        "SELECT jsonb_array_length(coalesce(relay->'in_doubt', '[]'::jsonb)) > 0 \
+         OR coalesce(relay->'refill', 'null'::jsonb) <> 'null'::jsonb FROM transfer_run WHERE id = $1",
+    )
+    .bind(run)
+    .fetch_one(&ctx.pool)
+    .await;
+    match unsettled {
+        Ok(false) => Ok(Some(Outcome::Stop { reason })),
+        Ok(true) => {
+            let mut tx = ctx.lease.begin().await?;
+            let stored = async {
+                sqlx::query(
+                    "UPDATE transfer_run SET stop_requested = true, stop_reason = $2, updated_at = now() WHERE id = $1",
+                )
+                .bind(run)
+                .bind(&reason)
+                .execute(&mut *tx.conn())
+                .await?;
+                sqlx::query("INSERT INTO run_event (run_id, kind, detail) VALUES ($1, 'stop_requested', $2)")
+                    .bind(run)
+                    .bind(json!({ "reason": reason, "by": "the permission re-check before a batch" }))
+                    .execute(&mut *tx.conn())
+                    .await
+            }
+            .await;
+            if let Err(e) = stored {
+                return Ok(Some(Outcome::Retry { error: format!("recording a withdrawn grant's stop: {e}") }));
+            }
+            tx.commit_progress().await?;
+            Ok(Some(Outcome::Snooze {
+                until: Utc::now(),
+                reason: format!("{reason} (the batch in doubt is settled before the run stops)"),
+            }))
+        }
+        Err(e) => Ok(Some(Outcome::Retry { error: format!("the run's permissions could not be re-checked: {e}") })),
+    }
+}
+
+/// A row of `transfer_grant`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct GrantRow {
+    /// Who holds it.
+    pub principal: String,
+    /// On which cluster (`*`: every cluster).
+    pub cluster: String,
+    /// What.
+    pub permission: String,
+    /// Who granted it.
+    pub granted_by: String,
+    /// When.
+    pub granted_at: DateTime<Utc>,
+}
+
+/// A grant to add or remove.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// Who holds it.
+    pub principal: String,
+    /// On which cluster (`*`: every cluster).
+    pub cluster: String,
+    /// What.
+    pub permission: Permission,
+}
+
+impl Grant {
+    fn target(&self) -> String {
+        format!("grant:{}/{}/{}", self.principal, self.cluster, self.permission)
+    }
+}
+
+/// Why a grant could not be changed or listed.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    /// The caller is not an admin of the grant's cluster.
+    #[error(transparent)]
+    Permission(#[from] PermissionError),
+    /// The grant names no principal, or a cluster that is no cluster name.
+    #[error("{0}")]
+    Invalid(String),
+    /// Postgres.
+    #[error("the database: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+impl GrantError {
+    fn outcome(&self) -> &'static str {
+        match self {
+            GrantError::Permission(e) if e.is_refusal() => "refused",
+            GrantError::Invalid(_) => "refused",
+            _ => "error",
+        }
+    }
+}
+
+/// Whether somebody holds `admin` on `*`; until then grants are open (the bootstrap of a fresh database).
+async fn bootstrapped(pool: &PgPool) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM transfer_grant WHERE cluster = '*' AND permission = 'admin')")
+        .fetch_one(pool)
+        .await
+}
+
+/// `Ok(bootstrap)` when `by` may change grants on `cluster`: an admin of it, or anybody before the first admin on
+/// `*` exists (then `bootstrap` is true).
+async fn may_administer(pool: &PgPool, by: &str, cluster: &str) -> Result<bool, GrantError> {
+    if !bootstrapped(pool).await? {
+        return Ok(true);
+    }
+    require(pool, by, cluster, Permission::Admin).await?;
+    Ok(false)
+}
+
+fn validate(grant: &Grant) -> Result<(), GrantError> {
+    if grant.principal.trim().is_empty() {
+        return Err(GrantError::Invalid("name the principal (the operator's name) the grant is for".into()));
+    }
+    let plain = grant.cluster.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && grant.cluster.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if grant.cluster != EVERY_CLUSTER && !plain {
+        return Err(GrantError::Invalid(format!(
+            "{:?} is not a cluster name: name a registered cluster, or * for every cluster",
+            grant.cluster
+        )));
+    }
+    Ok(())
+}
+
+async fn audited<T: Serialize>(
+    pool: &PgPool,
+    by: &str,
+    action: &str,
+    target: String,
+    cluster: Option<&str>,
+    mut detail: serde_json::Value,
+    result: Result<T, GrantError>,
+) -> Result<T, GrantError> {
+    let outcome = match &result {
+        Ok(done) => {
+            detail["result"] = json!(done);
+            "ok"
+        }
+        Err(e) => {
+            detail["reason"] = json!(e.to_string());
+            e.outcome()
+        }
+    };
+    let entry = AuditEntry {
+        actor: by,
+        action,
+        target,
+        outcome,
+        detail,
+        source_cluster: Some(cluster.unwrap_or(EVERY_CLUSTER)),
+        target_cluster: None,
+    };
+    match (result, audit_entry(pool, &entry).await) {
+        (Ok(done), Ok(_)) => Ok(done),
+        // An admin action that cannot be audited must not look fine.
+        (Ok(_), Err(e)) => Err(e.into()),
+        (Err(e), _) => Err(e),
+    }
+}
+
+/// Adds a grant (`by` must be an admin of its cluster). Returns false when it existed already. Audited.
+pub async fn grant(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, GrantError> {
+    let mut bootstrap = false;
+    let result = async {
+        validate(grant)?;
+        bootstrap = may_administer(pool, by, &grant.cluster).await?;
+        let added = sqlx::query(
+            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&grant.principal)
+        .bind(&grant.cluster)
+        .bind(grant.permission.as_str())
+        .bind(by)
+        .execute(pool)
+        .await?;
+        Ok(added.rows_affected() == 1)
+    }
+    .await;
+    let detail = json!({ "grant": grant, "bootstrap": bootstrap });
+    audited(pool, by, "grant.add", grant.target(), Some(&grant.cluster), detail, result).await
+}
+
+/// Removes a grant (`by` must be an admin of its cluster). Returns false when there was none. Audited.
+pub async fn revoke(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, GrantError> {
+    let mut bootstrap = false;
+    let result = async {
+        validate(grant)?;
+        bootstrap = may_administer(pool, by, &grant.cluster).await?;
+        let removed =
+            sqlx::query("DELETE FROM transfer_grant WHERE principal = $1 AND cluster = $2 AND permission = $3")
+                .bind(&grant.principal)
+                .bind(&grant.cluster)
+                .bind(grant.permission.as_str())
+                .execute(pool)
+                .await?;
+        Ok(removed.rows_affected() == 1)
+    }
+    .await;
+    let detail = json!({ "grant": grant, "bootstrap": bootstrap });
+    audited(pool, by, "grant.remove", grant.target(), Some(&grant.cluster), detail, result).await
+}
+
+/// Lists grants, optionally of one principal and one cluster. Anybody may list their own grants; every other
+/// listing needs `admin` on `*`. Audited.
+pub async fn list(
+    pool: &PgPool,
+    by: &str,
+    principal: Option<&str>,
+    cluster: Option<&str>,
+) -> Result<Vec<GrantRow>, GrantError> {
+    let result = async {
+        if principal != Some(by) {
+            may_administer(pool, by, EVERY_CLUSTER).await?;
+        }
+        Ok(sqlx::query_as::<_, GrantRow>(
+            "SELECT principal, cluster, permission, granted_by, granted_at FROM transfer_grant \
+             WHERE ($1::text IS NULL OR principal = $1) AND ($2::text IS NULL OR cluster = $2) \
+             ORDER BY principal, cluster, permission",
+        )
+        .bind(principal)
+        .bind(cluster)
+        .fetch_all(pool)
+        .await?)
+    }
+    .await;
+    let detail = json!({ "principal": principal, "cluster": cluster, "rows": result.as_ref().map(Vec::len).ok() });
+    let listed =
+        audited(pool, by, "grant.list", "grants".into(), cluster, detail, result.map(|rows| (rows.len(), rows)))
+            .await?;
+    Ok(listed.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_round_trip_their_names() {
+        for p in Permission::ALL {
+            assert_eq!(p.as_str().parse::<Permission>(), Ok(p));
+        }
+        assert!("message:sned".parse::<Permission>().unwrap_err().contains("not a permission"));
+        assert_eq!(Permission::on_source(Mode::Move), Permission::MessageMove);
+        assert_eq!(Permission::on_source(Mode::Copy), Permission::MessageRead);
+    }
+
+    #[test]
+    fn a_missing_grant_names_the_operator_the_permission_and_the_cluster() {
+        let m = MissingGrant { principal: "alice".into(), permission: Permission::MessageSend, cluster: "west".into() };
+        assert_eq!(m.to_string(), "operator alice lacks message:send on cluster west");
+        let every = MissingGrant { principal: "bob".into(), permission: Permission::Admin, cluster: "*".into() };
+        assert_eq!(every.to_string(), "operator bob lacks admin on every cluster (*)");
+    }
+
+    #[test]
+    fn a_revoked_grant_stops_and_an_unreadable_database_retries() {
+        let run = Uuid::nil();
+        let missing =
+            MissingGrant { principal: "alice".into(), permission: Permission::MessageSend, cluster: "west".into() };
+        match (Revoked::Missing { run, missing }).into_outcome() {
+            Outcome::Stop { reason } => {
+                assert!(reason.starts_with("operator alice lacks message:send on cluster west"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!((Revoked::Db(sqlx::Error::PoolTimedOut)).into_outcome(), Outcome::Retry { .. }));
+        assert!(matches!((Revoked::Unknowable { run, what: "operator" }).into_outcome(), Outcome::Stop { .. }));
+    }
+
+    #[test]
+    fn grants_name_a_principal_and_a_cluster() {
+        let g = |p: &str, c: &str| Grant { principal: p.into(), cluster: c.into(), permission: Permission::Admin };
+        assert!(validate(&g("alice", "*")).is_ok());
+        assert!(validate(&g("alice", "west-1.eu")).is_ok());
+        assert!(validate(&g(" ", "west")).is_err());
+        assert!(validate(&g("alice", "we st")).is_err());
+        assert!(validate(&g("alice", "")).is_err());
+    }
+}
