@@ -14,6 +14,7 @@ use crate::jobs::runs;
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, ActionError, Confirmation};
 use crate::transfer::relay::state::Counters;
+use crate::transfer::view;
 
 /// `execute` options.
 #[derive(Debug, clap::Args)]
@@ -32,9 +33,10 @@ pub struct ExecuteArgs {
     /// Run although the selection is over the safety cap or of unknown size.
     #[arg(long)]
     pub override_cap: bool,
-    /// Who executes it (recorded on the run and in the audit).
-    #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
-    pub operator: String,
+    /// Who executes it: checked against their grants, recorded on the run and in the audit (default:
+    /// ARTEMIS_TRANSFER_OPERATOR, else $USER).
+    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+    pub operator: Option<String>,
     /// Follow the run with the progress bar until it ends.
     #[arg(long)]
     pub watch: bool,
@@ -51,9 +53,9 @@ pub struct RunActionArgs {
     /// The source queue's name, typed to confirm a return (it says first what a return does).
     #[arg(long)]
     pub confirm: Option<String>,
-    /// Who does it.
-    #[arg(long, env = "ARTEMIS_TRANSFER_OPERATOR", default_value = "cli")]
-    pub operator: String,
+    /// Who does it: checked against their grants and audited (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+    pub operator: Option<String>,
 }
 
 /// `runs` subcommands.
@@ -101,7 +103,8 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
         typed_queue: args.confirm,
         override_cap: args.override_cap,
     };
-    match actions::execute(pool, args.run, &confirm, &args.operator, max_attempts).await {
+    let operator = super::grant::operator(args.operator)?;
+    match actions::execute(pool, args.run, &confirm, &operator, max_attempts).await {
         Ok(_) => {
             let holders = runs::slot_holders(pool).await?.len();
             let cap = crate::jobs::settings::load(pool).await?.concurrent_runs as usize;
@@ -123,7 +126,8 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
 
 /// `stop`.
 pub async fn stop(pool: &PgPool, args: RunActionArgs) -> Result<ExitCode, CliError> {
-    match actions::stop(pool, args.run, &args.reason, &args.operator).await {
+    let operator = super::grant::operator(args.operator)?;
+    match actions::stop(pool, args.run, &args.reason, &operator).await {
         Ok(runs::StopRequest::Stopped) => println!("run {} stopped", args.run),
         Ok(runs::StopRequest::Requested) => {
             println!("run {}: stop requested; the batch in flight finishes first", args.run)
@@ -136,7 +140,8 @@ pub async fn stop(pool: &PgPool, args: RunActionArgs) -> Result<ExitCode, CliErr
 
 /// `resume`.
 pub async fn resume(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
-    match actions::resume(pool, args.run, &args.operator, max_attempts).await {
+    let operator = super::grant::operator(args.operator)?;
+    match actions::resume(pool, args.run, &operator, max_attempts).await {
         Ok(_) => println!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run),
         Err(e) => return refused(e),
     }
@@ -145,22 +150,30 @@ pub async fn resume(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Re
 
 /// `return`: says what a return does, and needs the source queue's name typed.
 pub async fn return_to_source(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
-    let row = runs::get(pool, RunId(args.run)).await?;
-    let source: Option<String> = sqlx::query_scalar("SELECT source_queue FROM transfer_run WHERE id = $1")
-        .bind(args.run)
-        .fetch_one(pool)
-        .await
-        .map_err(CliError::Db)?;
+    let operator = super::grant::operator(args.operator.clone())?;
+    // A run whose clusters the operator may not see is not found, as by the action itself.
+    let row: Option<(String, Option<String>)> = sqlx::query_as(
+        "SELECT state, source_queue FROM transfer_run WHERE id = $1 \
+         AND transfer_can_see($2, source_cluster) AND transfer_can_see($2, target_cluster)",
+    )
+    .bind(args.run)
+    .bind(&operator)
+    .fetch_optional(pool)
+    .await
+    .map_err(CliError::Db)?;
+    let Some((state, source)) = row else {
+        return refused(ActionError::NotFound(args.run));
+    };
     let source = source.unwrap_or_default();
     if args.confirm.as_deref() != Some(source.as_str()) {
         eprintln!("{}", actions::RETURN_WARNING);
         eprintln!(
-            "run {} is {}; to return what it holds in staging, type the source queue's name: --confirm {source}",
-            args.run, row.state
+            "run {} is {state}; to return what it holds in staging, type the source queue's name: --confirm {source}",
+            args.run
         );
         return Ok(ExitCode::from(2));
     }
-    match actions::return_to_source(pool, args.run, &args.operator, max_attempts).await {
+    match actions::return_to_source(pool, args.run, &operator, max_attempts).await {
         Ok(_) => println!("run {} is returning; follow it with: artemis-transfer watch {}", args.run, args.run),
         Err(e) => return refused(e),
     }
@@ -238,41 +251,58 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
             }
         }
         RunsCommand::Show { run, json } => {
-            let line = run_line(pool, run).await?;
-            let events = runs::events(pool, RunId(run)).await?;
+            let view = view::load(pool, run).await?;
             if json {
-                let v = serde_json::json!({ "run": line, "events": events });
-                serde_json::to_writer_pretty(&mut out, &v).map_err(|e| CliError::Output(e.into()))?;
+                serde_json::to_writer_pretty(&mut out, &view).map_err(|e| CliError::Output(e.into()))?;
                 writeln!(out).map_err(CliError::Output)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let c: Counters = serde_json::from_value(line.counters.clone()).unwrap_or_default();
-            writeln!(out, "run        {}", line.id).map_err(CliError::Output)?;
-            writeln!(out, "state      {}", line.state).map_err(CliError::Output)?;
-            writeln!(out, "mode       {}", line.mode.as_deref().unwrap_or("-")).map_err(CliError::Output)?;
-            writeln!(out, "from       {}", end(&line.source_cluster, &line.source_node, &line.source_queue))
-                .map_err(CliError::Output)?;
-            writeln!(out, "to         {}", end(&line.target_cluster, &line.target_node, &line.target_queue))
-                .map_err(CliError::Output)?;
-            writeln!(out, "started by {}", line.started_by.as_deref().unwrap_or("-")).map_err(CliError::Output)?;
-            if let Some(s) = &line.staging_queue {
-                writeln!(out, "staging    {s}").map_err(CliError::Output)?;
-            }
-            writeln!(out, "{}", summary(&c)).map_err(CliError::Output)?;
-            if let Some(r) = &line.stop_reason {
-                writeln!(out, "stopped    {r}").map_err(CliError::Output)?;
-            }
-            if let Some(e) = &line.last_error {
-                writeln!(out, "error      {e}").map_err(CliError::Output)?;
-            }
-            writeln!(out, "events:").map_err(CliError::Output)?;
-            for e in events {
-                writeln!(out, "  {}  {:<22} {}", e.at.format("%H:%M:%S%.3f"), e.kind, e.detail)
-                    .map_err(CliError::Output)?;
-            }
+            write!(out, "{}", show(&view)).map_err(CliError::Output)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run's view in words (`runs show`, and `watch` once the run ends).
+pub fn show(v: &view::RunView) -> String {
+    let mut w = String::new();
+    let mut line = |k: &str, val: &str| w.push_str(&format!("{k:<11}{val}\n"));
+    line("run", &v.id.to_string());
+    line("state", &v.state);
+    line("mode", v.mode.as_deref().unwrap_or("-"));
+    line("from", &v.from);
+    line("to", &v.to);
+    line("started by", v.started_by.as_deref().unwrap_or("-"));
+    if let Some(rate) = v.rate {
+        let eta = v.eta_secs.map(|s| format!(", ETA {s:.0} s")).unwrap_or_default();
+        line("rate", &format!("{rate:.0} msg/s{eta}"));
+    }
+    w.push_str(&summary(&v.counters));
+    w.push('\n');
+    if v.pipeline.in_doubt > 0 {
+        w.push_str(&format!(
+            "in doubt   {} (sent to the target, acknowledgement on the source not yet known: settled at the next batch)\n",
+            v.pipeline.in_doubt
+        ));
+    }
+    w.push_str("nodes:\n");
+    for n in &v.nodes {
+        w.push_str(&format!("  {:<8} {}  {}\n", n.role, n.at, n.outcome));
+    }
+    for note in &v.notes {
+        w.push_str(&format!("note       {note}\n"));
+    }
+    if let Some(r) = &v.stop_reason {
+        w.push_str(&format!("stopped    {r}\n"));
+    }
+    if let Some(e) = &v.last_error {
+        w.push_str(&format!("error      {e}\n"));
+    }
+    w.push_str("events:\n");
+    for e in &v.events {
+        w.push_str(&format!("  {}  {:<22} {}\n", e.at.format("%H:%M:%S%.3f"), e.kind, e.detail));
+    }
+    w
 }
 
 /// The counters in words.

@@ -65,6 +65,12 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// Whether this worker still takes work: false once it is shutting down (SIGTERM), when a handler that runs
+    /// many steps in one job (a copy's slice) should end at its next step and leave the rest to a continuation.
+    pub fn worker_accepting(&self) -> bool {
+        self.wake.is_accepting()
+    }
+
     /// The lease `claimed` carries, renewed by `duration` at each heartbeat; successors enqueued through it get
     /// `default_max_attempts` unless they say otherwise; `wake` is this process's claim loop.
     pub fn new(pool: PgPool, claimed: &ClaimedJob, duration: Duration, default_max_attempts: i32, wake: Wake) -> Lease {

@@ -8,11 +8,13 @@ pub mod facts;
 pub mod gather;
 pub mod orphans;
 pub mod outbound;
+pub mod permissions;
 pub mod plan;
 pub mod preview;
 pub mod relay;
 pub mod service;
 pub mod staging;
+pub mod view;
 
 pub use facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 pub use plan::{Mode, Plan, QueueRef, Selection};

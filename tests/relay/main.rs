@@ -2,6 +2,7 @@
 //! judged by a census of payload ids taken by the Java helper.
 
 mod conditions;
+mod copy;
 mod crash;
 mod faults;
 mod large;

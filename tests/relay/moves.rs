@@ -35,6 +35,36 @@ async fn assert_staging_removed(run: uuid::Uuid) {
     assert!(!queues.iter().any(|(_, _, q)| q == &staging), "{staging} is still on east-1");
 }
 
+/// What `runs show` tells an operator about a finished 300-message move, as JSON and in words.
+async fn assert_run_view(world: &World, run: uuid::Uuid, source: &str, target: &str) {
+    let show = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_artemis-transfer"));
+        cmd.args(["runs", "show", &run.to_string()]).env("DATABASE_URL", &world.url);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let view: serde_json::Value = serde_json::from_str(&show(true)).unwrap();
+    assert_eq!(view["state"], "succeeded");
+    assert_eq!(view["pipeline"]["delivered"], 300);
+    assert_eq!(view["pipeline"]["held_in_staging"], 0);
+    assert_eq!(view["pipeline"]["in_doubt"], 0);
+    assert!(view["rate"].as_f64().is_some_and(|r| r > 0.0), "{view}");
+    let nodes = view["nodes"].as_array().unwrap();
+    let outcome = |role: &str| nodes.iter().find(|n| n["role"] == role).unwrap_or_else(|| panic!("{role}: {view}"));
+    assert_eq!(outcome("source")["at"], json!(format!("east/east-1/{source}")));
+    assert_eq!(outcome("source")["outcome"], "300 taken into staging");
+    assert_eq!(outcome("staging")["outcome"], "removed with its address settings");
+    assert_eq!(outcome("target")["at"], json!(format!("west/west-1/{target}")));
+    assert_eq!(outcome("target")["outcome"], "300 delivered");
+    assert!(view["events"].as_array().unwrap().iter().any(|e| e["kind"] == "staging_prepared"), "{view}");
+    let words = show(false);
+    assert!(words.contains("nodes:") && words.contains("300 delivered") && words.contains("events:"), "{words}");
+}
+
 #[tokio::test]
 async fn a_whole_queue_moves_across_clusters_exactly_once_in_order() {
     let bed = TestBed::require().await;
@@ -54,6 +84,7 @@ async fn a_whole_queue_moves_across_clusters_exactly_once_in_order() {
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &fidelity::census(&on_target), &[&left]);
     assert_staging_removed(stored.run_id).await;
+    assert_run_view(&world, stored.run_id, &source, &target).await;
 
     // Within a priority, the target holds the messages in the order they were produced.
     for priority in 0..10 {

@@ -53,6 +53,11 @@ pub(crate) struct Received {
 }
 
 impl Received {
+    /// A message received whole into memory (a browsed one).
+    pub(crate) fn in_memory(delivery: Delivery) -> Received {
+        Received { delivery, spooled: None }
+    }
+
     fn body_len(&self) -> u64 {
         match &self.spooled {
             Some((_, len)) => *len,
@@ -61,16 +66,16 @@ impl Received {
     }
 }
 
-async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
+pub(crate) async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
     let mut conn = ctx.pool.acquire().await?;
     Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
 }
 
-async fn load_settings(ctx: &JobContext) -> Result<Settings, RelayError> {
+pub(crate) async fn load_settings(ctx: &JobContext) -> Result<Settings, RelayError> {
     settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("reading the settings", e))
 }
 
-fn stop_outcome(run: &MoveRun) -> Outcome {
+pub(crate) fn stop_outcome(run: &MoveRun) -> Outcome {
     Outcome::Stop { reason: run.stop_reason.clone().unwrap_or_else(|| "stop requested".into()) }
 }
 
@@ -82,6 +87,9 @@ pub(crate) fn source_queue_mbean(source: &NodeAccess, run: &MoveRun) -> ObjectNa
 /// The run's first job: creates the target queue when the preview said the run would, makes staging fully
 /// explicit and verifies it (§4.1), then hands over to the first relay batch.
 pub async fn prepare(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+    if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
+        return Ok(revoked);
+    }
     let run = load(ctx).await?;
     if ctx.stop_requested {
         return Ok(stop_outcome(&run));
@@ -153,7 +161,11 @@ pub async fn relay(
     config: &RelayConfig,
     spool: &Spool,
 ) -> Result<Outcome, RelayError> {
+    if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
+        return Ok(revoked);
+    }
     let started = Utc::now();
+    let mut laps = Laps::start();
     let settings = load_settings(ctx).await?;
     let mut run = load(ctx).await?;
     let Some(staging_queue) = run.staging_queue.clone() else {
@@ -163,14 +175,14 @@ pub async fn relay(
 
     // 1. Guard: both ends re-resolved by NodeID (a failover moves the run to the new live node); the target
     // re-checked in one batched request.
-    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
-    let target = NodeAccess::resolve(&ctx.pool, &run.plan.target, h.permits()).await?;
+    let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+    laps.lap("resolve");
+    let (target, facts) = target_facts(h, ctx, &run).await?;
     let average = if run.counters.delivered > 0 { run.counters.delivered_bytes / run.counters.delivered } else { 1024 };
     let estimate = BatchSize {
         messages: i64::from(batch_size),
         bytes: (average.max(1) * i64::from(batch_size)).min(settings.batch_bytes as i64),
     };
-    let facts = end_facts(&target.mgmt, &run.plan.target).await?;
     match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
         TargetCheck::Go => {}
         TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
@@ -178,9 +190,11 @@ pub async fn relay(
         TargetCheck::Wait(words) if !ctx.stop_requested => return wait_for_room(ctx, &mut run, &settings, words).await,
         TargetCheck::Wait(_) => {}
     }
+    laps.lap("guard");
 
-    let source_conn = source.connect(config.connection_ttl).await?;
+    let source_conn = h.links.take(&source, config.connection_ttl).await?;
     let session = source_conn.create_session(SessionOptions::transacted()).await?;
+    laps.lap("source-connect");
 
     // 0. Reconcile the previous attempt from broker truth.
     let mut reconciled = 0i64;
@@ -236,6 +250,7 @@ pub async fn relay(
         let count = (2 * i64::from(batch_size) - depth) as u32;
         refill(ctx, &source, &mut run, &staging_queue, count, id_chunk(&settings)).await?;
     }
+    laps.lap("reconcile+refill");
 
     // 2. Receive up to a batch from staging, spooling large bodies as they arrive.
     spool.check_free(settings.batch_bytes)?;
@@ -249,6 +264,7 @@ pub async fn relay(
     session.start().await?;
     let limits = Limits { messages: batch_size as usize, bytes: settings.batch_bytes };
     let (received, bytes) = receive_batch(&mut consumer, spool, config, limits, None).await?;
+    laps.lap("receive");
 
     if received.is_empty() {
         return nothing_received(ctx, &mut run, &source_conn, &staging_queue, reconciled, still_in_doubt).await;
@@ -256,8 +272,9 @@ pub async fn relay(
     fault::reach("receive");
 
     // The target queue as it is before anything is sent, to be checked again before the target commit.
-    let target_conn = target.connect(config.connection_ttl).await?;
+    let target_conn = h.links.take(&target, config.connection_ttl).await?;
     let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display()).await?;
+    laps.lap("target-connect");
 
     // 3. Record the batch's staging ids as in doubt, fenced, before anything is sent.
     let batch_ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
@@ -272,6 +289,7 @@ pub async fn relay(
         tx.commit_progress().await?;
     }
     fault::reach("in-doubt");
+    laps.lap("in-doubt");
 
     // 4. Send to the target FQQN in one transaction, each with its duplicate id and trace.
     let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
@@ -292,7 +310,7 @@ pub async fn relay(
         node: run.plan.source.node.clone(),
         queue: run.plan.source.queue.clone(),
     };
-    let (prepared, missing_original) = outbound_batch(&received, &out_target, &origin);
+    let (prepared, missing_original) = outbound_batch(&received, &out_target, &origin, Mode::Move);
     let (already, one_by_one) = match send_batch(&target_session, &watch, &received, &prepared).await {
         Ok(sent) => sent,
         Err(SendFailure::Refused { words, one_by_one }) => {
@@ -320,6 +338,7 @@ pub async fn relay(
         Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
     };
     fault::reach("target-commit");
+    laps.lap("target-send+commit");
 
     // 5. Acknowledge the batch from staging and commit the source.
     for r in &received {
@@ -327,6 +346,7 @@ pub async fn relay(
     }
     session.commit().await?;
     fault::reach("source-commit");
+    laps.lap("source-ack+commit");
 
     // 6. One fenced transaction: counters, in-doubt cleared, this job completed, the next one enqueued.
     let n = received.len() as i64;
@@ -358,23 +378,75 @@ pub async fn relay(
     tx.complete_and_enqueue(&next).await?;
     let committed = tx.commit().await?;
     fault::reach("pg-commit");
+    laps.lap("pg-commit");
 
     // The job is committed and its continuation may already be leased to this worker, unrenewed until this
     // returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over) gets
-    // CLOSE_WAIT, then whatever is still open is dropped (its sockets closed).
-    let closing = async move {
-        let _ = consumer.close().await;
-        let _ = session.close().await;
-        let _ = target_session.close().await;
-        let _ = source_conn.close().await;
-        let _ = target_conn.close().await;
+    // CLOSE_WAIT, then whatever is still open is dropped (its sockets closed). Connections whose sessions all
+    // closed go back to the pool for the next batch (links.rs says why that is safe).
+    drop(watch);
+    let closing = async {
+        consumer.close().await.is_ok() && session.close().await.is_ok() && target_session.close().await.is_ok()
     };
-    let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
+    if tokio::time::timeout(CLOSE_WAIT, closing).await.unwrap_or(false) {
+        h.links.give_back(source_conn);
+        h.links.give_back(target_conn);
+    }
+    laps.lap("close");
+    tracing::debug!(run = %run.id, messages = n, laps = %laps, "batch timings");
     if ctx.stop_requested {
         // The in-doubt batch is settled; the stop request ends the run at the next claim.
         tracing::info!(run = %run.id, "settled the in-doubt batch before stopping");
     }
     Ok(Outcome::Committed(committed))
+}
+
+/// The target end and the guard's facts about it. The end resolved recently is asked first, and the same
+/// batched read that brings the facts says whether it is still the node's live broker (its NodeID and
+/// `Active`): the re-resolve of step 1 costs no request of its own unless the node failed over.
+pub(crate) async fn target_facts(
+    h: &MoveHandler,
+    ctx: &JobContext,
+    run: &MoveRun,
+) -> Result<(NodeAccess, crate::transfer::facts::EndFacts), RelayError> {
+    if let Some(target) = h.ends.recent(&run.plan.target) {
+        if let Ok(facts) = end_facts(&target.mgmt, &run.plan.target).await {
+            if facts.node.as_ref().is_some_and(|n| target.is_live_node(&n.broker)) {
+                return Ok((target, facts));
+            }
+        }
+        h.ends.forget_end(&run.plan.target);
+    }
+    let target = NodeAccess::resolve_cached(&ctx.pool, &run.plan.target, h.permits(), &h.ends).await?;
+    let facts = end_facts(&target.mgmt, &run.plan.target).await?;
+    Ok((target, facts))
+}
+
+/// Where a batch's time went, for the debug log that throughput work reads.
+struct Laps {
+    last: std::time::Instant,
+    laps: Vec<(&'static str, Duration)>,
+}
+
+impl Laps {
+    fn start() -> Laps {
+        Laps { last: std::time::Instant::now(), laps: Vec::new() }
+    }
+
+    fn lap(&mut self, step: &'static str) {
+        let now = std::time::Instant::now();
+        self.laps.push((step, now - self.last));
+        self.last = now;
+    }
+}
+
+impl std::fmt::Display for Laps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (step, d)) in self.laps.iter().enumerate() {
+            write!(f, "{}{step} {:.1}ms", if i == 0 { "" } else { ", " }, d.as_secs_f64() * 1000.0)?;
+        }
+        Ok(())
+    }
 }
 
 /// How much one batch may take.
@@ -427,13 +499,13 @@ pub(crate) fn outbound_batch(
     received: &[Received],
     target: &OutboundTarget,
     origin: &Origin,
+    mode: Mode,
 ) -> (Vec<artemis_core::protocol::message::MessageHeaders>, i64) {
     let mut missing_original = 0i64;
     let prepared = received
         .iter()
         .map(|r| {
-            let out =
-                outbound_headers(&r.delivery.message().headers, r.delivery.message_id(), Mode::Move, target, origin);
+            let out = outbound_headers(&r.delivery.message().headers, r.delivery.message_id(), mode, target, origin);
             if out.original_message_id.is_none() {
                 missing_original += 1;
             }
@@ -582,7 +654,7 @@ async fn send_one(
     }
 }
 
-fn core_routing(r: RoutingType) -> artemis_core::admin::RoutingType {
+pub(crate) fn core_routing(r: RoutingType) -> artemis_core::admin::RoutingType {
     match r {
         RoutingType::Anycast => artemis_core::admin::RoutingType::Anycast,
         RoutingType::Multicast => artemis_core::admin::RoutingType::Multicast,

@@ -6,7 +6,9 @@
 //! Steps, in a relay batch's order (SPEC §4.2): `refill` (after the broker's move into staging),
 //! `receive` (after the batch was received), `in-doubt` (after its ids were recorded), `target-commit`,
 //! `source-commit`, `pg-commit` (after the job's fenced commit); `return` (after a return's broker move); and
-//! `local-move` (after the broker's move of a chunk on one node, before its count is written).
+//! `local-move` (after the broker's move of a chunk on one node, before its count is written). A copy's
+//! (SPEC §5): `copy-browse` (a batch browsed, nothing sent), `copy-target-commit` (committed on the target, not
+//! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
@@ -15,8 +17,19 @@ use std::sync::OnceLock;
 pub const VAR: &str = "ARTEMIS_TRANSFER_FAULT";
 
 /// The steps a fault can name.
-pub const STEPS: &[&str] =
-    &["refill", "receive", "in-doubt", "target-commit", "source-commit", "pg-commit", "return", "local-move"];
+pub const STEPS: &[&str] = &[
+    "refill",
+    "receive",
+    "in-doubt",
+    "target-commit",
+    "source-commit",
+    "pg-commit",
+    "return",
+    "local-move",
+    "copy-browse",
+    "copy-target-commit",
+    "copy-ledger",
+];
 
 struct Fault {
     step: String,

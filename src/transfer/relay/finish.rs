@@ -219,7 +219,7 @@ async fn settle_in_doubt(
             )));
         }
         let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
-        let (prepared, _) = outbound_batch(&received, &out_target(run), &origin(run));
+        let (prepared, _) = outbound_batch(&received, &out_target(run), &origin(run), crate::transfer::Mode::Move);
         // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
         let stays = |words: String| {
             RelayError::Refused(format!(

@@ -1,4 +1,5 @@
-//! A move across nodes as jobs (SPEC §4): one job kind, [`KIND`], whose payload names its phase.
+//! A transfer run as jobs (SPEC §4, §5): one job kind, [`KIND`] (named for the move, which came first; a copy's
+//! jobs are of it too), whose payload names its phase.
 //!
 //! ```text
 //!   execute ──▶ prepare ──▶ relay ──▶ relay ──▶ … ──▶ finish ──▶ Succeeded | Partial
@@ -9,6 +10,10 @@
 //!
 //!   execute (source and target on one node) ──▶ local_move ──▶ local_move ──▶ … ──▶ Succeeded | Partial
 //!                                               (one chunk: the broker's own move, no staging, no relay)
+//!
+//!   execute (a copy) ──▶ copy_slice ──▶ copy_slice ──▶ … ──▶ copy_finish ──▶ Succeeded | Partial
+//!                        (one browser, batches for a time slice;          (not copied counted,
+//!                         ledger and counters per batch)                   ledger removed)
 //! ```
 //!
 //! Parts: [`state`] (what the run row keeps), [`ends`] (live endpoints by NodeID), [`guard`] (the target
@@ -16,10 +21,12 @@
 //! bodies on disk), [`fault`] (the crash-test seam).
 
 pub mod batch;
+pub mod copy;
 pub mod ends;
 pub mod fault;
 pub mod finish;
 pub mod guard;
+pub mod links;
 pub mod local;
 pub mod spool;
 pub mod state;
@@ -56,6 +63,10 @@ pub enum Phase {
     /// A move on one node (SPEC §2): one chunk of the broker's own move straight into the target queue, or the
     /// end of the run once the selection is exhausted.
     LocalMove,
+    /// A copy (SPEC §5): one time slice of batches from one browser of the source.
+    CopySlice,
+    /// A copy browsed to its end: count what was not copied, remove the ledger, end the run.
+    CopyFinish,
 }
 
 impl Phase {
@@ -96,13 +107,17 @@ pub struct MoveHandler {
     config: RelayConfig,
     spool: Spool,
     permits: Option<Arc<dyn PermitSource>>,
+    /// Core connections kept between batches.
+    links: Arc<links::CorePool>,
+    /// Ends resolved recently.
+    ends: Arc<ends::EndCache>,
 }
 
 impl MoveHandler {
     /// A handler spooling under `config.spool_dir` (made or emptied now); management calls take `permits`.
     pub fn new(config: RelayConfig, permits: Option<Arc<dyn PermitSource>>) -> Result<MoveHandler, spool::SpoolError> {
         let spool = Spool::create(&config.spool_dir)?;
-        Ok(MoveHandler { config, spool, permits })
+        Ok(MoveHandler { config, spool, permits, links: Arc::default(), ends: Arc::default() })
     }
 
     /// The permits management calls take.
@@ -120,6 +135,8 @@ impl MoveHandler {
             Phase::Finish => finish::finish(self, ctx).await,
             Phase::Return => finish::return_to_source(self, ctx, &self.config).await,
             Phase::LocalMove => local::local_move(self, ctx).await,
+            Phase::CopySlice => copy::copy_slice(self, ctx, &self.config).await,
+            Phase::CopyFinish => copy::copy_finish(self, ctx).await,
         }
     }
 }

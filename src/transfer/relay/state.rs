@@ -84,6 +84,9 @@ pub struct Counters {
     /// most once and never lost one, so each is either on the target queue or was never taken; for a filter this
     /// is an upper bound (the lost call asked for this many).
     pub uncertain: i64,
+    /// A copy: messages its browsers delivered, re-browsed ones and those not selected included (the cost of
+    /// browsing from the head after each slice; SPEC §5).
+    pub browsed: i64,
 }
 
 impl Counters {

@@ -67,6 +67,21 @@ pub async fn create_queue(node: &Node, name: &str) {
     management(node).create_queue(&QueueConfig::plain_anycast(name)).await.unwrap();
 }
 
+/// The operator the shortcuts of [`World`] act as.
+pub const OPERATOR: &str = "tester";
+
+/// Gives `principal` admin on every cluster (written as the Studio backend would, straight into the table).
+pub async fn grant_all(pool: &PgPool, principal: &str) {
+    sqlx::query(
+        "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, '*', 'admin', 'test') \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(principal)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
 /// One test's world: its own database with `east` and `west` registered, and its workers.
 pub struct World {
     pub url: String,
@@ -96,6 +111,11 @@ impl World {
                 .await
                 .unwrap();
         }
+        // The operators the tests act as ("tester"; "test" for runs started through the engine) may do anything
+        // on every cluster: a run re-checks its operator's grants before every batch (SPEC §9).
+        for operator in [OPERATOR, "test"] {
+            grant_all(&pool, operator).await;
+        }
         let log_dir = bed.dir.join("test-logs").join(testbed::unique_name(label));
         std::fs::create_dir_all(&log_dir).unwrap();
         World { url, pool, log_dir, workers: Vec::new() }
@@ -122,12 +142,21 @@ impl World {
 
     /// Previews a move and checks it may run once its needs-acknowledgement codes are acknowledged.
     pub async fn preview_move(&self, source: QueueRef, target: QueueRef, selection: Selection) -> StoredPreview {
-        let request = PreviewRequest { mode: Mode::Move, source, target, selection, operator: "tester".into() };
+        self.preview(Mode::Move, source, target, selection).await
+    }
+
+    /// Previews and stores a copy; asserts the preview refused nothing.
+    pub async fn preview_copy(&self, source: QueueRef, target: QueueRef, selection: Selection) -> StoredPreview {
+        self.preview(Mode::Copy, source, target, selection).await
+    }
+
+    async fn preview(&self, mode: Mode, source: QueueRef, target: QueueRef, selection: Selection) -> StoredPreview {
+        let request = PreviewRequest { mode, source, target, selection, operator: "tester".into() };
         let stored = preview_and_store(&self.pool, &request, &PreviewSettings::default(), Duration::from_secs(600))
             .await
             .unwrap();
         let refused: Vec<_> = stored.preview.findings.iter().filter(|f| f.kind == Kind::Refused).collect();
-        assert!(refused.is_empty(), "the preview refused the move: {refused:#?}");
+        assert!(refused.is_empty(), "the preview refused the run: {refused:#?}");
         stored
     }
 

@@ -326,6 +326,12 @@ impl Connection {
         self.link.is_closed()
     }
 
+    /// How many sessions are open on this connection, its own (for queries) included: a caller that keeps a
+    /// connection for reuse can see that every session it created was closed.
+    pub fn open_session_count(&self) -> usize {
+        self.link.shared.open_sessions.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// Why the connection ended, once it has.
     pub fn close_reason(&self) -> Option<CloseReason> {
         self.link.shared().closed.get().cloned()

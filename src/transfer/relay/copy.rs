@@ -1,0 +1,331 @@
+//! A copy (SPEC §5): browse the source with the frozen selection, relay to the target in transactions exactly
+//! as a move does, and record what was copied in a Postgres ledger. The source is never touched: a browser does
+//! not consume, and delivery counts do not change.
+//!
+//! A browser cannot resume at a position, so one job — a **slice** — keeps its browser open across many
+//! batches for up to [`SLICE`] (its lease heartbeated meanwhile), committing the ledger and the counters after
+//! each batch (fenced), then enqueues its continuation. Only a continuation or a crash browses from the head
+//! again, skipping what the ledger holds.
+//!
+//! | step | durable before the next step | a crash right after it |
+//! |---|---|---|
+//! | browse up to a batch, minus ledger ids | nothing | nothing happened |
+//! | target commit | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
+//! | ledger + counters, fenced | the batch is recorded | — |
+//!
+//! The duplicate id of each message is `studio:<run>:<source message id>`: stable across every browse.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use artemis_core::{ConsumerOptions, SessionOptions};
+use chrono::Utc;
+use serde_json::json;
+
+use super::batch::{
+    load, load_settings, outbound_batch, send_batch, stop_outcome, target_facts, wait_for_room, Received, SendFailure,
+    TargetWatch,
+};
+use super::ends::NodeAccess;
+use super::guard::{check_target, BatchSize, TargetCheck};
+use super::state;
+use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::RunState;
+use crate::transfer::outbound::{Origin, OutboundTarget};
+use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::staging::{self, Selected};
+
+/// How long one copy job keeps its browser. Each continuation browses again from the head past everything
+/// already copied (the source keeps it), so a slice must be long against a copy's usual length for the cost to
+/// stay linear: at a few thousand messages a second, ten minutes covers a million messages in one browse. The
+/// slice ends sooner when the worker shuts down (SIGTERM), so a graceful stop is not held up by it.
+pub const SLICE: Duration = Duration::from_secs(600);
+
+/// One slice of a copy: batches from one browser until the slice's time is up, the selection is browsed to its
+/// end (then the finish), a stop is asked for, or the target has no room.
+pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig) -> Result<Outcome, RelayError> {
+    let slice_started = std::time::Instant::now();
+    let mut run = load(ctx).await?;
+    if run.plan.mode != Mode::Copy {
+        return Err(RelayError::Refused(format!("run {} is a move; a copy job cannot run it", run.id)));
+    }
+    if ctx.stop_requested {
+        // Nothing is ever in doubt between a copy's batches: the ledger and the target's duplicate cache agree.
+        return Ok(stop_outcome(&run));
+    }
+    if run.counters.selected.is_none() {
+        run.counters.selected = match &run.plan.selection {
+            Selection::Ids(ids) => Some(ids.len() as i64),
+            _ => run.selection_size,
+        };
+    }
+    let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+    let source_conn = h.links.take(&source, config.connection_ttl).await?;
+    let browse_session = source_conn.create_session(SessionOptions::auto_commit()).await?;
+    let mut options = ConsumerOptions::default();
+    options.max_large_in_memory = options.max_large_in_memory.max(64 << 20);
+    if let Some(filter) = run.plan.effective_filter() {
+        options = options.filter(filter);
+    }
+    let mut browser = match browse_session.create_browser(&run.plan.source.queue, options).await {
+        Ok(b) => b,
+        Err(e) if e.is_not_authorized() => {
+            return Err(RelayError::Refused(format!(
+                "the broker refused to let the relay browse {}: {e} (the relay's user needs `browse` on it)",
+                run.plan.source.display()
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let wanted: Option<HashSet<i64>> = match &run.plan.selection {
+        Selection::Ids(ids) => Some(ids.iter().copied().collect()),
+        _ => None,
+    };
+
+    let mut target_conn = None;
+    let origin = Origin {
+        run: run.id,
+        cluster: run.plan.source.cluster.clone(),
+        node: run.plan.source.node.clone(),
+        queue: run.plan.source.queue.clone(),
+    };
+    let mut browsed_to_end = false;
+    loop {
+        // Before every batch, as a move's (SPEC §9): nothing is in doubt between a copy's batches, so a revoked
+        // grant stops the run at once.
+        if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
+            return Ok(revoked);
+        }
+        let batch_started = Utc::now();
+        let settings = load_settings(ctx).await?;
+        let batch_size = settings.batch_size.max(1) as usize;
+
+        // Guard, as every move batch: the live target by NodeID, its queue, room and disk.
+        let (target, facts) = target_facts(h, ctx, &run).await?;
+        let average =
+            if run.counters.delivered > 0 { run.counters.delivered_bytes / run.counters.delivered } else { 1024 };
+        let estimate = BatchSize {
+            messages: batch_size as i64,
+            bytes: (average.max(1) * batch_size as i64).min(settings.batch_bytes as i64),
+        };
+        match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
+            TargetCheck::Go => {}
+            TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
+            TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
+        }
+
+        // Browse up to a batch of selected messages the ledger does not hold.
+        let mut received: Vec<Received> = Vec::new();
+        let mut bytes = 0u64;
+        while received.len() < batch_size && bytes < settings.batch_bytes {
+            let mut candidates = Vec::new();
+            let mut candidate_bytes = 0u64;
+            while candidates.len() < batch_size - received.len() && bytes + candidate_bytes < settings.batch_bytes {
+                let next = browser.next().await?;
+                run.counters.browsed += i64::from(next.is_some());
+                match next {
+                    Some(d) if wanted.as_ref().is_none_or(|w| w.contains(&d.message_id())) => {
+                        candidate_bytes += d.message().body.len() as u64;
+                        candidates.push(d);
+                    }
+                    Some(_) => {}
+                    None => {
+                        browsed_to_end = true;
+                        break;
+                    }
+                }
+            }
+            let ids: Vec<i64> = candidates.iter().map(|d| d.message_id()).collect();
+            let copied = ledger_holds(&ctx.pool, run.id, &ids).await?;
+            for d in candidates {
+                if copied.contains(&d.message_id()) {
+                    continue;
+                }
+                bytes += d.message().body.len() as u64;
+                received.push(Received::in_memory(d));
+            }
+            if browsed_to_end {
+                break;
+            }
+        }
+        fault::reach("copy-browse");
+        if received.is_empty() {
+            break;
+        }
+
+        // Send in one target transaction (one by one after a duplicate), checked before its commit.
+        if target_conn.is_none() {
+            target_conn = Some(h.links.take(&target, config.connection_ttl).await?);
+        }
+        let conn = target_conn.as_ref().expect("just set");
+        let watch = TargetWatch::start(conn, &run.plan.target.queue, &run.plan.target.display()).await?;
+        let target_session = conn.create_session(SessionOptions::transacted()).await?;
+        let routing = facts
+            .queue
+            .state()
+            .and_then(|q| q.routing_type)
+            .map(super::batch::core_routing)
+            .unwrap_or(artemis_core::admin::RoutingType::Anycast);
+        let out_target = OutboundTarget {
+            address: run.plan.target.address().to_string(),
+            queue: run.plan.target.queue.clone(),
+            routing,
+        };
+        let (prepared, _) = outbound_batch(&received, &out_target, &origin, Mode::Copy);
+        let (already, one_by_one) = match send_batch(&target_session, &watch, &received, &prepared).await {
+            Ok(sent) => sent,
+            Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
+            Err(SendFailure::Full(e)) => {
+                // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
+                // target's duplicate cache.
+                return wait_for_room(ctx, &mut run, &settings, format!("the target refused a send: {}", e.error))
+                    .await;
+            }
+            Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
+        };
+        fault::reach("copy-target-commit");
+        if target_session.close().await.is_err() {
+            // A session the broker did not confirm closing: that connection is not reused.
+            target_conn = None;
+        }
+
+        // Ledger and counters, fenced, in one transaction.
+        let n = received.len() as i64;
+        let ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
+        run.relay.waiting_since = None;
+        run.counters.delivered += n;
+        run.counters.delivered_bytes += bytes as i64;
+        run.counters.batches += 1;
+        run.counters.already_on_target += already;
+        if one_by_one {
+            run.counters.one_by_one_batches += 1;
+        }
+        let mut tx = ctx.lease.begin().await?;
+        ledger_add(tx.conn(), run.id, &ids).await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        state::set_active_state(tx.conn(), run.id, "running").await?;
+        if one_by_one {
+            state::event(tx.conn(), run.id, "one_by_one", json!({ "batch": n, "already_on_target": already })).await?;
+        }
+        let stop = tx.stop_requested();
+        tx.commit_progress().await?;
+        fault::reach("copy-ledger");
+        if stop {
+            drop(browser);
+            return Ok(stop_outcome(&run));
+        }
+        if browsed_to_end || slice_started.elapsed() >= SLICE || !ctx.lease.worker_accepting() {
+            break;
+        }
+        // Pacing: this batch's share of a second at `messages per second`, from when it started.
+        let share = Duration::from_secs_f64(n as f64 / settings.messages_per_second.max(0.001));
+        let elapsed = (Utc::now() - batch_started).to_std().unwrap_or_default();
+        if share > elapsed {
+            tokio::time::sleep(share - elapsed).await;
+        }
+    }
+
+    let next = if browsed_to_end { Phase::CopyFinish.job() } else { Phase::CopySlice.job() };
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.complete_and_enqueue(&next).await?;
+    let committed = tx.commit().await?;
+    let closing = async { browser.close().await.is_ok() && browse_session.close().await.is_ok() };
+    if tokio::time::timeout(Duration::from_secs(2), closing).await.unwrap_or(false) {
+        h.links.give_back(source_conn);
+        if let Some(conn) = target_conn {
+            h.links.give_back(conn);
+        }
+    }
+    Ok(Outcome::Committed(committed))
+}
+
+/// The selection is browsed to its end: count what the browser could not see (in delivery to a consumer,
+/// scheduled for later; for ids also gone), remove the ledger, and end the run Succeeded or Partial.
+pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+    let mut run = load(ctx).await?;
+    let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+    let source_mbean = super::batch::source_queue_mbean(&source, &run);
+    let effective = run.plan.effective_filter().unwrap_or_default();
+    match &run.plan.selection {
+        Selection::Ids(ids) => {
+            let copied = ledger_holds(&ctx.pool, run.id, ids).await?;
+            let unseen: Vec<i64> = ids.iter().copied().filter(|id| !copied.contains(id)).collect();
+            let not = staging::not_taken(&source.mgmt, &source_mbean, Selected::Ids(&unseen)).await?;
+            run.counters.not_taken_in_delivery = not.in_delivery as i64;
+            run.counters.not_taken_scheduled = not.scheduled as i64;
+            run.counters.not_taken_gone = not.other as i64;
+        }
+        _ => {
+            let t0_millis = run.plan.t0_millis;
+            let user_filter = match &run.plan.selection {
+                Selection::Filter(f) => Some(f.as_str()),
+                _ => None,
+            };
+            let selected = Selected::Frozen { effective_filter: &effective, user_filter, t0_millis };
+            let not = staging::not_taken(&source.mgmt, &source_mbean, selected).await?;
+            // Everything still visible was browsed and copied: only what the browser could not see is not copied.
+            run.counters.not_taken_in_delivery = not.in_delivery as i64;
+            run.counters.not_taken_scheduled = not.scheduled as i64;
+            run.counters.selected = Some(run.counters.delivered + run.counters.not_taken());
+        }
+    }
+    let partial = run.counters.not_taken() > 0 || run.counters.dead_lettered > 0;
+    let end = if partial { RunState::Partial } else { RunState::Succeeded };
+    let mut tx = ctx.lease.begin().await?;
+    sqlx::query("DELETE FROM transfer_copy_ledger WHERE run_id = $1").bind(run.id).execute(&mut *tx.conn()).await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::event(
+        tx.conn(),
+        run.id,
+        "copy_finished",
+        json!({ "copied": run.counters.delivered, "not_copied": run.counters.not_taken() }),
+    )
+    .await?;
+    let words = partial.then(|| {
+        format!(
+            "{} selected messages were not copied ({} in delivery to a consumer, {} scheduled for later, {} gone)",
+            run.counters.not_taken(),
+            run.counters.not_taken_in_delivery,
+            run.counters.not_taken_scheduled,
+            run.counters.not_taken_gone
+        )
+    });
+    tx.complete_and_end_run(end, words.as_deref()).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// Of `ids`, those the run's ledger holds.
+async fn ledger_holds(pool: &sqlx::PgPool, run: uuid::Uuid, ids: &[i64]) -> Result<HashSet<i64>, RelayError> {
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let rows: Vec<(i64,)> =
+        sqlx::query_as("SELECT message_id FROM transfer_copy_ledger WHERE run_id = $1 AND message_id = ANY($2)")
+            .bind(run)
+            .bind(ids)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Records `ids` as copied: one array insert.
+async fn ledger_add(conn: &mut sqlx::PgConnection, run: uuid::Uuid, ids: &[i64]) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO transfer_copy_ledger (run_id, message_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING",
+    )
+    .bind(run)
+    .bind(ids)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// How many source messages the run's ledger records as copied (kept while the run can be resumed).
+pub async fn ledger_size(pool: &sqlx::PgPool, run: uuid::Uuid) -> Result<i64, sqlx::Error> {
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM transfer_copy_ledger WHERE run_id = $1").bind(run).fetch_one(pool).await?;
+    Ok(n)
+}

@@ -1,0 +1,405 @@
+//! A run as an operator sees it (SPEC §7): the pipeline Selected → Held in staging → Delivered (plus not
+//! taken, dead-lettered, returned), rate, ETA, the outcome on each node, the events and the errors in words.
+//!
+//! [`RunView::build`] is a pure function of what Postgres holds about the run, so the CLI (`runs show`,
+//! `watch`) and the HTTP API show the same thing and it can be tested without brokers; [`load`] reads it.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::jobs::store::record::RunEvent;
+use crate::jobs::{self, RunId};
+use crate::transfer::relay::state::{Counters, RelayState};
+
+/// What Postgres holds about a run, as [`RunView::build`] reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RunRecord {
+    /// The run.
+    pub id: Uuid,
+    /// Its state (`transfer_run.state`).
+    pub state: String,
+    /// `move` or `copy`.
+    pub mode: Option<String>,
+    /// Source cluster, node, queue.
+    pub source_cluster: Option<String>,
+    /// See `source_cluster`.
+    pub source_node: Option<String>,
+    /// See `source_cluster`.
+    pub source_queue: Option<String>,
+    /// Target cluster, node, queue.
+    pub target_cluster: Option<String>,
+    /// See `target_cluster`.
+    pub target_node: Option<String>,
+    /// See `target_cluster`.
+    pub target_queue: Option<String>,
+    /// The counters (jsonb).
+    pub counters: serde_json::Value,
+    /// The relay's bookkeeping (jsonb).
+    pub relay: serde_json::Value,
+    /// Why it stopped.
+    pub stop_reason: Option<String>,
+    /// Its last error, in words.
+    pub last_error: Option<String>,
+    /// The operator who started it.
+    pub started_by: Option<String>,
+    /// When it was previewed.
+    pub created_at: DateTime<Utc>,
+    /// When it was executed.
+    pub executed_at: Option<DateTime<Utc>>,
+    /// When it ended.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Its staging queue on the source node, once made.
+    pub staging_queue: Option<String>,
+}
+
+const COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queue, target_cluster, target_node, \
+     target_queue, counters, relay, stop_reason, last_error, started_by, created_at, executed_at, ended_at, \
+     staging_queue";
+
+/// The pipeline, in messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pipeline {
+    /// The selection's size; `None` while it is not known (a filter, until the run ends).
+    pub selected: Option<i64>,
+    /// Taken from the source into staging and not yet delivered, dead-lettered or returned.
+    pub held_in_staging: i64,
+    /// Committed on the target.
+    pub delivered: i64,
+    /// Selected but not taken (in delivery to a consumer, scheduled, gone).
+    pub not_taken: i64,
+    /// Sent to a dead message queue.
+    pub dead_lettered: i64,
+    /// Put back on the source by a return.
+    pub returned: i64,
+    /// Sent to the target by a batch whose acknowledgement on the source is not known yet: each is on the
+    /// target or in staging, and the next batch settles which.
+    pub in_doubt: i64,
+}
+
+/// What a run did on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeOutcome {
+    /// `source`, `staging` or `target`.
+    pub role: &'static str,
+    /// `cluster/node/queue`.
+    pub at: String,
+    /// What happened there, in words.
+    pub outcome: String,
+}
+
+/// A run as shown to operators.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// The run.
+    pub id: Uuid,
+    /// Its state.
+    pub state: String,
+    /// `move` or `copy`.
+    pub mode: Option<String>,
+    /// `cluster/node/queue` of the source.
+    pub from: String,
+    /// `cluster/node/queue` of the target.
+    pub to: String,
+    /// The operator who started it.
+    pub started_by: Option<String>,
+    /// When it was executed and ended.
+    pub executed_at: Option<DateTime<Utc>>,
+    /// See `executed_at`.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// Messages per second delivered since it was executed (to its end, or to now); `None` before it ran.
+    pub rate: Option<f64>,
+    /// Seconds left at that rate; `None` when the selection's size or the rate is not known, or it ended.
+    pub eta_secs: Option<f64>,
+    /// What happened on each node.
+    pub nodes: Vec<NodeOutcome>,
+    /// Why it stopped, in words.
+    pub stop_reason: Option<String>,
+    /// Its last error, in words.
+    pub last_error: Option<String>,
+    /// Notes an operator should read (messages whose fate is uncertain, ids the target lacks, …).
+    pub notes: Vec<String>,
+    /// All the counters, for whoever needs more than the pipeline.
+    pub counters: Counters,
+    /// What happened, in order.
+    pub events: Vec<RunEvent>,
+}
+
+fn end(c: &Option<String>, n: &Option<String>, q: &Option<String>) -> String {
+    format!("{}/{}/{}", c.as_deref().unwrap_or("?"), n.as_deref().unwrap_or("?"), q.as_deref().unwrap_or("?"))
+}
+
+fn node_of(c: &Option<String>, n: &Option<String>, q: &str) -> String {
+    format!("{}/{}/{q}", c.as_deref().unwrap_or("?"), n.as_deref().unwrap_or("?"))
+}
+
+impl RunView {
+    /// The view of `record` with its `events`, as of `now`.
+    pub fn build(record: &RunRecord, events: Vec<RunEvent>, now: DateTime<Utc>) -> RunView {
+        let c: Counters = serde_json::from_value(record.counters.clone()).unwrap_or_default();
+        let relay: RelayState = serde_json::from_value(record.relay.clone()).unwrap_or_default();
+        let ended = record.ended_at.is_some();
+        let in_doubt = relay.in_doubt.len() as i64;
+        let pipeline = Pipeline {
+            selected: c.selected,
+            held_in_staging: (c.staged - c.delivered - c.dead_lettered - c.returned).max(0),
+            delivered: c.delivered,
+            not_taken: c.not_taken(),
+            dead_lettered: c.dead_lettered,
+            returned: c.returned,
+            in_doubt,
+        };
+        let rate = record.executed_at.map(|from| {
+            let to = record.ended_at.unwrap_or(now);
+            let secs = (to - from).num_milliseconds() as f64 / 1000.0;
+            if secs > 0.0 {
+                c.delivered as f64 / secs
+            } else {
+                0.0
+            }
+        });
+        let eta_secs = match (c.selected, rate, ended) {
+            (Some(total), Some(r), false) if r > 0.0 => {
+                let left = (total - c.delivered - c.dead_lettered - c.not_taken() - c.returned).max(0);
+                Some(left as f64 / r)
+            }
+            _ => None,
+        };
+        let same_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
+        let source_queue = record.source_queue.clone().unwrap_or_else(|| "?".into());
+        let target_queue = record.target_queue.clone().unwrap_or_else(|| "?".into());
+        let mut nodes = Vec::new();
+        let copy = record.mode.as_deref() == Some("copy");
+        let mut source = if copy {
+            format!("{} copied from it, which keeps every message ({} browsed)", c.delivered, c.browsed)
+        } else if same_node {
+            format!("{} moved by the broker to the target queue", c.delivered)
+        } else {
+            format!("{} taken into staging", c.staged)
+        };
+        if c.not_taken() > 0 {
+            source.push_str(&format!(
+                "; {} selected but not {}",
+                c.not_taken(),
+                if copy { "copied" } else { "taken" }
+            ));
+            source.push_str(&format!(
+                " (in delivery {}, scheduled {}, gone {})",
+                c.not_taken_in_delivery,
+                c.not_taken_scheduled,
+                c.not_taken_gone
+            ));
+        }
+        if c.returned > 0 {
+            source.push_str(&format!("; {} returned to it", c.returned));
+        }
+        nodes.push(NodeOutcome {
+            role: "source",
+            at: node_of(&record.source_cluster, &record.source_node, &source_queue),
+            outcome: source,
+        });
+        if let Some(staging) = &record.staging_queue {
+            let removed = events.iter().any(|e| e.kind == "staging_removed");
+            let outcome = if removed {
+                "removed with its address settings".to_string()
+            } else if in_doubt > 0 {
+                format!(
+                    "holds {} ({in_doubt} of them in doubt: sent, acknowledgement not yet known)",
+                    pipeline.held_in_staging
+                )
+            } else {
+                format!("holds {}", pipeline.held_in_staging)
+            };
+            nodes.push(NodeOutcome {
+                role: "staging",
+                at: node_of(&record.source_cluster, &record.source_node, staging),
+                outcome,
+            });
+        }
+        let mut target = format!("{} delivered", c.delivered);
+        if c.already_on_target > 0 {
+            target.push_str(&format!(
+                " ({} of them were already there from an earlier attempt and were kept once)",
+                c.already_on_target
+            ));
+        }
+        if c.dead_lettered > 0 {
+            target.push_str(&format!("; {} refused and dead-lettered on the source broker", c.dead_lettered));
+        }
+        nodes.push(NodeOutcome {
+            role: "target",
+            at: node_of(&record.target_cluster, &record.target_node, &target_queue),
+            outcome: target,
+        });
+        let mut notes = Vec::new();
+        if c.uncertain > 0 {
+            notes.push(format!(
+                "{} messages' fate is not known to the counters (the broker's answer to a move was lost): each is on \
+                 the target queue or still on the source queue, never on both and never lost",
+                c.uncertain
+            ));
+        }
+        if c.original_id_missing > 0 {
+            notes.push(format!(
+                "{} delivered messages carry no _studio_orig_message_id: the broker dropped _AMQ_ORIG_MESSAGE_ID \
+                 from their staging copy (paged large messages)",
+                c.original_id_missing
+            ));
+        }
+        if c.one_by_one_batches > 0 {
+            notes.push(format!(
+                "{} batches were re-sent one message per transaction after the target refused a duplicate",
+                c.one_by_one_batches
+            ));
+        }
+        RunView {
+            id: record.id,
+            state: record.state.clone(),
+            mode: record.mode.clone(),
+            from: end(&record.source_cluster, &record.source_node, &record.source_queue),
+            to: end(&record.target_cluster, &record.target_node, &record.target_queue),
+            started_by: record.started_by.clone(),
+            executed_at: record.executed_at,
+            ended_at: record.ended_at,
+            pipeline,
+            rate,
+            eta_secs,
+            nodes,
+            stop_reason: record.stop_reason.clone(),
+            last_error: record.last_error.clone(),
+            notes,
+            counters: c,
+            events,
+        }
+    }
+}
+
+/// Why a view could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// No such run.
+    #[error("there is no run {0}")]
+    NotFound(Uuid),
+    /// Postgres.
+    #[error("the database: {0}")]
+    Db(#[from] sqlx::Error),
+    /// The engine.
+    #[error(transparent)]
+    Jobs(#[from] jobs::Error),
+}
+
+/// The run's record (no events).
+pub async fn record(pool: &PgPool, run: Uuid) -> Result<RunRecord, ViewError> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM transfer_run WHERE id = $1"))
+        .bind(run)
+        .fetch_optional(pool)
+        .await?
+        .ok_or(ViewError::NotFound(run))
+}
+
+/// The view of `run` now.
+pub async fn load(pool: &PgPool, run: Uuid) -> Result<RunView, ViewError> {
+    let record = record(pool, run).await?;
+    let events = jobs::runs::events(pool, RunId(run)).await?;
+    Ok(RunView::build(&record, events, Utc::now()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(state: &str, counters: serde_json::Value, relay: serde_json::Value) -> RunRecord {
+        let t0 = DateTime::parse_from_rfc3339("2026-12-03T00:00:00Z").unwrap().with_timezone(&Utc);
+        RunRecord {
+            id: Uuid::nil(),
+            state: state.into(),
+            mode: Some("move".into()),
+            source_cluster: Some("east".into()),
+            source_node: Some("east-1".into()),
+            source_queue: Some("orders".into()),
+            target_cluster: Some("west".into()),
+            target_node: Some("west-1".into()),
+            target_queue: Some("orders".into()),
+            counters,
+            relay,
+            stop_reason: None,
+            last_error: None,
+            started_by: Some("alice".into()),
+            created_at: t0,
+            executed_at: Some(t0),
+            ended_at: None,
+            staging_queue: Some("studio.transfer.x".into()),
+        }
+    }
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-12-03T00:00:00Z").unwrap().with_timezone(&Utc)
+            + chrono::Duration::seconds(secs)
+    }
+
+    #[test]
+    fn a_running_move_shows_its_pipeline_rate_eta_and_each_node() {
+        let r = record(
+            "running",
+            json!({ "selected": 1000, "staged": 600, "delivered": 400, "not_taken_scheduled": 0 }),
+            json!({ "in_doubt": [7, 8, 9] }),
+        );
+        let v = RunView::build(&r, Vec::new(), at(10));
+        assert_eq!(v.pipeline.held_in_staging, 200);
+        assert_eq!(v.pipeline.in_doubt, 3);
+        assert_eq!(v.rate, Some(40.0));
+        assert_eq!(v.eta_secs, Some(15.0));
+        let roles: Vec<&str> = v.nodes.iter().map(|n| n.role).collect();
+        assert_eq!(roles, ["source", "staging", "target"]);
+        assert_eq!(v.nodes[0].at, "east/east-1/orders");
+        assert_eq!(v.nodes[1].at, "east/east-1/studio.transfer.x");
+        assert!(v.nodes[1].outcome.contains("holds 200 (3 of them in doubt"), "{}", v.nodes[1].outcome);
+        assert_eq!(v.nodes[2].outcome, "400 delivered");
+    }
+
+    #[test]
+    fn an_ended_partial_move_says_what_was_not_taken_and_has_no_eta() {
+        let mut r = record(
+            "partial",
+            json!({ "selected": 10, "staged": 8, "delivered": 8, "not_taken_in_delivery": 1, "not_taken_scheduled": 1,
+                    "already_on_target": 2, "one_by_one_batches": 1 }),
+            json!({}),
+        );
+        r.ended_at = Some(at(4));
+        let events = vec![RunEvent { id: 1, at: at(4), kind: "staging_removed".into(), detail: json!({}) }];
+        let v = RunView::build(&r, events, at(100));
+        assert_eq!(v.rate, Some(2.0), "the rate runs to the end, not to now");
+        assert_eq!(v.eta_secs, None);
+        assert!(v.nodes[0].outcome.contains("2 selected but not taken (in delivery 1, scheduled 1, gone 0)"));
+        assert_eq!(v.nodes[1].outcome, "removed with its address settings");
+        assert!(v.nodes[2].outcome.contains("2 of them were already there"));
+        assert!(v.notes.iter().any(|n| n.contains("1 batches were re-sent one message per transaction")));
+    }
+
+    #[test]
+    fn a_same_node_move_has_no_staging_and_reports_uncertain_messages() {
+        let mut r = record("succeeded", json!({ "selected": 5, "delivered": 3, "uncertain": 2 }), json!({}));
+        r.target_cluster = Some("east".into());
+        r.target_node = Some("east-1".into());
+        r.target_queue = Some("orders.b".into());
+        r.staging_queue = None;
+        let v = RunView::build(&r, Vec::new(), at(1));
+        assert_eq!(v.nodes.len(), 2);
+        assert_eq!(v.nodes[0].outcome, "3 moved by the broker to the target queue");
+        assert!(v.notes[0].starts_with("2 messages' fate is not known"), "{:?}", v.notes);
+    }
+
+    #[test]
+    fn before_it_runs_rate_and_size_are_unknown_not_zero() {
+        let mut r = record("queued", json!({}), json!({}));
+        r.executed_at = None;
+        let v = RunView::build(&r, Vec::new(), at(1));
+        assert_eq!(v.rate, None);
+        assert_eq!(v.eta_secs, None);
+        assert_eq!(v.pipeline.selected, None);
+    }
+}
