@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Staging from a paged source queue with a sparse filter (issue 6): what a move costs the source broker.
+
+A source queue on east-1 whose address pages beyond 1 MiB (PAGE policy) gets N messages (the official client via
+the Java fidelity helper; every 128th message has p_byte = 7), so almost all of it sits in page files. A move of
+`p_byte = 7` (about 0.8 % of the queue, spread evenly) runs east-1 -> west-1 while:
+- the broker's heap (java.lang:type=Memory HeapMemoryUsage.used) and the staging depth are sampled every 0.5 s;
+- a probe producer (scripts/java/ProbeProducer.java) sends one durable 1 KiB message to the same source queue
+  every 50 ms, from 10 s before the run to its end, and its send latency is reported before and during the run.
+Those probe messages arrive after t0, so the frozen selection never takes them.
+
+Run through `scripts/bench paged [--messages N] [--batch N]` (release build, test bed up). Prints the run's
+time, what it moved against what the filter selects, the heap and the latency percentiles; exit 0 when the
+run succeeded with exactly the selected messages on the target.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_move as bm  # noqa: E402  (shared helpers: test bed env, Jolokia reads, our database)
+
+ROOT = bm.ROOT
+JAVA_OUT = os.path.join(ROOT, "target", "bench-java")
+
+
+def jolokia_exec(n, mbean, operation, arguments):
+    body = json.dumps({"type": "exec", "mbean": mbean, "operation": operation, "arguments": arguments}).encode()
+    req = bm.urllib.request.Request(n["jolokia_url"] + "/", data=body, method="POST")
+    auth = bm.base64.b64encode(f"{n['user']}:{n['password']}".encode()).decode()
+    req.add_header("Authorization", "Basic " + auth)
+    req.add_header("Origin", "http://127.0.0.1")
+    req.add_header("Content-Type", "application/json")
+    with bm.urllib.request.urlopen(req, timeout=30) as r:
+        answer = json.load(r)
+    if answer.get("status") != 200:
+        raise RuntimeError(f"{operation}: {answer.get('error')}")
+    return answer.get("value")
+
+
+def classpath(env):
+    return f"{JAVA_OUT}:{env['TESTBED_JAVA_CLASSPATH']}"
+
+
+def build_probe(env):
+    os.makedirs(JAVA_OUT, exist_ok=True)
+    subprocess.run(["javac", "-nowarn", "-d", JAVA_OUT, "-cp", env["TESTBED_JAVA_CLASSPATH"],
+                    os.path.join(ROOT, "scripts", "java", "ProbeProducer.java")], check=True)
+
+
+def percentiles(micros):
+    if not micros:
+        return "no sends"
+    s = sorted(micros)
+    pick = lambda q: s[min(len(s) - 1, int(q * len(s)))] / 1000.0  # noqa: E731
+    return (f"{len(s)} sends: p50 {pick(0.5):.2f} ms, p99 {pick(0.99):.2f} ms, max {s[-1] / 1000.0:.2f} ms, "
+            f"mean {statistics.mean(s) / 1000.0:.2f} ms")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=200)
+    ap.add_argument("--node-calls", type=float, default=1000.0)
+    args = ap.parse_args()
+
+    env = bm.testbed_env()
+    east, west = bm.node(env, "east-1"), bm.node(env, "west-1")
+    binary = os.path.join(ROOT, "target", "release", "artemis-transfer")
+    stamp = int(time.time())
+    src, dst = f"bench.paged.src.{stamp}", f"bench.paged.dst.{stamp}"
+    selected = (args.messages - 8) // 128 + 1 if args.messages > 7 else 0
+    print(f"machine: {os.cpu_count()} cores; {args.messages} messages on a paging source (max-size-bytes 1 MiB, page-size-bytes 256 KiB), "
+          f"filter p_byte = 7 selects {selected}; batch {args.batch}", flush=True)
+    build_probe(env)
+
+    broker = 'org.apache.activemq.artemis:broker="east-1"'
+    jolokia_exec(east, broker, "addAddressSettings(java.lang.String,java.lang.String)",
+                 [src, json.dumps({"maxSizeBytes": 1048576, "pageSizeBytes": 262144, "addressFullMessagePolicy": "PAGE"})])
+    bm.artemis(env, "queue", "create", "--url", east["core_url"], "--user", east["user"], "--password",
+               east["password"], "--name", src, "--address", src, "--anycast", "--durable",
+               "--preserve-on-no-consumers", "--auto-create-address", "--silent")
+    bm.artemis(env, "queue", "create", "--url", west["core_url"], "--user", west["user"], "--password",
+               west["password"], "--name", dst, "--address", dst, "--anycast", "--durable",
+               "--preserve-on-no-consumers", "--auto-create-address", "--silent")
+    t = time.time()
+    subprocess.run(["java", "-Xmx256m", "-cp", classpath(env), "Fidelity", "produce", "--url", east["core_url"],
+                    "--user", east["user"], "--password", east["password"], "--queue", src, "--count",
+                    str(args.messages), "--prefix", "paged-", "--kinds", "bytes", "--body-size", "0"],
+                   check=True, stdout=subprocess.DEVNULL)
+    address = f'{broker},component=addresses,address="{src}"'
+    paging = bm.jolokia_read(east, address, "Paging")
+    pages = bm.jolokia_read(east, address, "NumberOfPages")
+    print(f"produced in {time.time() - t:.1f} s; address paging: {paging}, {pages} page files", flush=True)
+
+    penv, run = bm.ours(env, east, west, binary, args.batch, args.node_calls)
+    preview = json.loads(run("preview", "--from", f"east/east-1/{src}", "--to", f"west/west-1/{dst}",
+                             "--filter", "p_byte = 7", "--json").stdout)
+    acks = [x for f in preview["preview"]["findings"] if f["kind"] == "needs_ack" for x in ("--ack", f["code"])]
+    worker = subprocess.Popen([binary, "worker", "--name", "bench", "--concurrency", "2"], env=penv,
+                              stdout=subprocess.DEVNULL,
+                              stderr=open(os.path.join(ROOT, "target", "bench-paged-worker.log"), "w"))
+    probe = subprocess.Popen(["java", "-Xmx128m", "-cp", classpath(env), "ProbeProducer", "--url", east["core_url"],
+                              "--user", east["user"], "--password", east["password"], "--queue", src,
+                              "--every-ms", "50", "--secs", "3600"], stdout=subprocess.PIPE, text=True)
+    sends = []
+    threading.Thread(target=lambda: [sends.append(tuple(map(int, line.split()))) for line in probe.stdout],
+                     daemon=True).start()
+    heap = []
+    staging_peak = [0]
+    staging = f"studio.transfer.{preview['run_id']}"
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            try:
+                used = bm.jolokia_read(east, "java.lang:type=Memory", "HeapMemoryUsage")["used"]
+                heap.append((time.time(), used))
+            except Exception:
+                pass
+            d = bm.queue_count(east, "east-1", staging)
+            if d is not None:
+                staging_peak[0] = max(staging_peak[0], d)
+            done.wait(0.5)
+
+    threading.Thread(target=sample, daemon=True).start()
+    time.sleep(10.0)  # the probe's and the heap's baseline
+    started = time.time()
+    run("execute", preview["run_id"], "--plan-hash", preview["plan_hash"], *acks, "--confirm", src, "--override-cap")
+    while True:
+        state = subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
+                                f"SELECT state FROM transfer_run WHERE id = '{preview['run_id']}'"],
+                               check=True, capture_output=True, text=True).stdout.strip()
+        if state in ("succeeded", "partial", "failed", "interrupted", "stopped"):
+            break
+        time.sleep(0.2)
+    ended = time.time()
+    done.set()
+    probe.terminate()
+    probe.wait()
+    worker.terminate()
+    worker.wait()
+    counters = json.loads(subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
+                                          f"SELECT counters FROM transfer_run WHERE id = '{preview['run_id']}'"],
+                                         check=True, capture_output=True, text=True).stdout)
+    moved = bm.queue_count(west, "west-1", dst)
+    before = [us for at, us in sends if at / 1000.0 < started]
+    during = [us for at, us in sends if started <= at / 1000.0 <= ended]
+    heap_before = [u for at, u in heap if at < started]
+    heap_during = [u for at, u in heap if started <= at <= ended]
+    mib = lambda b: b / 1048576.0  # noqa: E731
+    print(f"run {state} in {ended - started:.1f} s: {moved} on the target (selected {selected}); "
+          f"counters delivered {counters.get('delivered')}, batches {counters.get('batches')}", flush=True)
+    print(f"staging depth peak {staging_peak[0]} (bound 2 x batch = {2 * args.batch})")
+    if heap_before and heap_during:
+        print(f"east-1 heap used: before max {mib(max(heap_before)):.0f} MiB; during mean "
+              f"{mib(statistics.mean(heap_during)):.0f} MiB, max {mib(max(heap_during)):.0f} MiB "
+              f"({len(heap_during)} samples)")
+    print(f"probe producer on the source queue, before the run: {percentiles(before)}")
+    print(f"probe producer on the source queue, during the run: {percentiles(during)}")
+    for q, n in ((src, east), (dst, west)):
+        bm.artemis(env, "queue", "delete", "--url", n["core_url"], "--user", n["user"], "--password", n["password"],
+                   "--name", q, "--silent")
+    return 0 if state == "succeeded" and moved == selected else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
