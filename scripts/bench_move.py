@@ -111,6 +111,17 @@ def ours(env, east, west, binary, batch, node_calls):
     return penv, run
 
 
+def wait_run(penv, run_id):
+    """Polls the run's state until it ends; returns the end state."""
+    while True:
+        state = subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
+                                f"SELECT state FROM transfer_run WHERE id = '{run_id}'"],
+                               check=True, capture_output=True, text=True).stdout.strip()
+        if state in ("succeeded", "partial", "failed", "interrupted", "stopped"):
+            return state
+        time.sleep(0.2)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=1_000_000)
@@ -186,13 +197,7 @@ def main():
     t = time.time()
     run("execute", preview["run_id"], "--plan-hash", preview["plan_hash"], *acks, "--confirm", src, "--override-cap")
     sampler.start()
-    while True:
-        state = subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
-                                f"SELECT state FROM transfer_run WHERE id = '{preview['run_id']}'"],
-                               check=True, capture_output=True, text=True).stdout.strip()
-        if state in ("succeeded", "partial", "failed", "interrupted", "stopped"):
-            break
-        time.sleep(0.2)
+    state = wait_run(penv, preview["run_id"])
     ours_secs = time.time() - t
     done.set()
     sampler.join()

@@ -132,13 +132,7 @@ def main():
     time.sleep(10.0)  # the probe's and the heap's baseline
     started = time.time()
     run("execute", preview["run_id"], "--plan-hash", preview["plan_hash"], *acks, "--confirm", src, "--override-cap")
-    while True:
-        state = subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
-                                f"SELECT state FROM transfer_run WHERE id = '{preview['run_id']}'"],
-                               check=True, capture_output=True, text=True).stdout.strip()
-        if state in ("succeeded", "partial", "failed", "interrupted", "stopped"):
-            break
-        time.sleep(0.2)
+    state = bm.wait_run(penv, preview["run_id"])
     ended = time.time()
     done.set()
     probe.terminate()

@@ -204,10 +204,6 @@ struct RunLine {
 const RUN_COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queue, target_cluster, target_node, \
      target_queue, counters, stop_reason, last_error, started_by, created_at, updated_at, ended_at, staging_queue";
 
-fn end(c: &Option<String>, n: &Option<String>, q: &Option<String>) -> String {
-    format!("{}/{}/{}", c.as_deref().unwrap_or("?"), n.as_deref().unwrap_or("?"), q.as_deref().unwrap_or("?"))
-}
-
 async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunLine, CliError> {
     sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM transfer_run WHERE id = $1"))
         .bind(run)
@@ -244,8 +240,8 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
                     l.state,
                     l.mode.as_deref().unwrap_or("-"),
                     format!("{}/{of}", c.delivered),
-                    end(&l.source_cluster, &l.source_node, &l.source_queue),
-                    end(&l.target_cluster, &l.target_node, &l.target_queue),
+                    view::end(&l.source_cluster, &l.source_node, &l.source_queue),
+                    view::end(&l.target_cluster, &l.target_node, &l.target_queue),
                 )
                 .map_err(CliError::Output)?;
             }

@@ -128,7 +128,8 @@ pub struct RunView {
     pub events: Vec<RunEvent>,
 }
 
-fn end(c: &Option<String>, n: &Option<String>, q: &Option<String>) -> String {
+/// `cluster/node/queue`, `?` for a part not recorded.
+pub fn end(c: &Option<String>, n: &Option<String>, q: &Option<String>) -> String {
     format!("{}/{}/{}", c.as_deref().unwrap_or("?"), n.as_deref().unwrap_or("?"), q.as_deref().unwrap_or("?"))
 }
 
