@@ -2,7 +2,7 @@
 //! request per node). Every field is an `Option`: `None` means **unknown** — a node or attribute did not
 //! answer — and the preview says "could not be checked", never "fine".
 
-use crate::broker::jolokia::{AddressSettings, BrokerState, QueueState};
+use crate::broker::jolokia::{AddressSettings, BrokerState, HeapUsage, QueueState};
 
 /// Facts about one node.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -11,6 +11,8 @@ pub struct NodeFacts {
     pub broker: BrokerState,
     /// Whether the node has a Core acceptor the relay can reach (`None`: not known).
     pub core_acceptor: Option<bool>,
+    /// The broker JVM's heap: what a filtered move over a paged queue reads back into memory must fit in it.
+    pub heap: Option<HeapUsage>,
 }
 
 /// Facts about one queue and its address on a node.

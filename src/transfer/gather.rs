@@ -12,9 +12,8 @@ use serde_json::{json, Value};
 use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 use super::plan::{Plan, QueueRef, Selection};
 use crate::broker::jolokia::{
-    AddressSettings, AgentError, AgentErrorKind, BrokerManagement, BrokerState, JolokiaError, ObjectName, QueueState,
-    Request,
-    RoutingType,
+    AddressSettings, AgentError, AgentErrorKind, BrokerManagement, BrokerState, HeapUsage, JolokiaError, ObjectName,
+    QueueState, Request, RoutingType,
 };
 
 /// One end's access: its management client and its Core acceptor's address (`host:port`).
@@ -36,9 +35,10 @@ pub struct RunFacts {
 }
 
 /// The requests one end contributes to its node's batch, in this order: queue, address settings, address,
-/// the filtered count (source only), and the broker's state **last**. Jolokia runs a batch in order, so the
+/// the filtered count (source only), the JVM's heap (source only: a filtered move over a paged queue is paid
+/// for in the source broker's heap), and the broker's state **last**. Jolokia runs a batch in order, so the
 /// broker clock read last is at or after every count: whatever was counted was stamped at or before that `t0`.
-fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>) -> Vec<Request> {
+fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>, with_heap: bool) -> Vec<Request> {
     let address = q.address();
     let mut requests = vec![
         mgmt.queue_state_request(address, RoutingType::Anycast, &q.queue),
@@ -53,6 +53,9 @@ fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str
             vec![json!(filter)],
         ));
     }
+    if with_heap {
+        requests.push(mgmt.heap_request());
+    }
     requests.push(mgmt.broker_state_request());
     requests
 }
@@ -64,7 +67,7 @@ struct EndAnswer {
     count: Option<Result<i64, AgentError>>,
 }
 
-fn end_answer(results: &[Result<Value, AgentError>], with_count: bool) -> EndAnswer {
+fn end_answer(results: &[Result<Value, AgentError>], with_count: bool, with_heap: bool) -> EndAnswer {
     let get = |i: usize| results.get(i);
     let queue = match get(0) {
         Some(Ok(v)) => Some(Some(QueueState::from_read(v))),
@@ -91,13 +94,17 @@ fn end_answer(results: &[Result<Value, AgentError>], with_count: bool) -> EndAns
     } else {
         None
     };
+    let heap = match with_heap.then(|| get(3 + usize::from(with_count))).flatten() {
+        Some(Ok(v)) => HeapUsage::from_read(v),
+        _ => None,
+    };
     let broker = match results.last() {
         Some(Ok(v)) => Some(BrokerState::from_read(v)),
         _ => None,
     };
     EndAnswer {
         end: EndFacts {
-            node: broker.map(|broker| NodeFacts { broker, core_acceptor: None }),
+            node: broker.map(|broker| NodeFacts { broker, core_acceptor: None, heap }),
             queue: QueueFacts { queue, settings, address_size, paging },
         },
         count,
@@ -124,8 +131,8 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
         Selection::Filter(f) => Some(format!("({f})")),
         _ => None,
     };
-    let source_requests = end_requests(source.management, &plan.source, filter.as_deref());
-    let target_requests = end_requests(target.management, &plan.target, None);
+    let source_requests = end_requests(source.management, &plan.source, filter.as_deref(), true);
+    let target_requests = end_requests(target.management, &plan.target, None, false);
     let n_source = source_requests.len();
 
     let (source_results, target_results) = if plan.same_node() {
@@ -147,7 +154,7 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
     facts.source_has_active_run = runs.source_has_active_run;
     facts.target_is_source_of_active_run = runs.target_is_source_of_active_run;
     if let Some(results) = source_results {
-        let answer = end_answer(&results, filter.is_some());
+        let answer = end_answer(&results, filter.is_some(), true);
         facts.source = answer.end;
         match answer.count {
             Some(Ok(n)) => facts.filtered_count = Some(n),
@@ -161,7 +168,7 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
         }
     }
     if let Some(results) = target_results {
-        facts.target = end_answer(&results, false).end;
+        facts.target = end_answer(&results, false, false).end;
     }
     if let Some(node) = facts.source.node.as_mut() {
         node.core_acceptor = source_core;
@@ -175,6 +182,6 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
 /// The facts of one end alone, in one batched request: what a relay batch re-checks about its target before
 /// sending (SPEC §4.2 step 1). `Err` when the node did not answer the batch at all.
 pub async fn end_facts(management: &BrokerManagement, queue: &QueueRef) -> Result<EndFacts, JolokiaError> {
-    let results = management.batch(&end_requests(management, queue, None)).await?;
-    Ok(end_answer(&results, false).end)
+    let results = management.batch(&end_requests(management, queue, None, false)).await?;
+    Ok(end_answer(&results, false, false).end)
 }

@@ -1,7 +1,7 @@
 //! Table-driven tests of the pure preview: a healthy baseline, then one row per finding, each changing one fact.
 
 use super::*;
-use crate::broker::jolokia::{AddressSettings, BrokerState, QueueState};
+use crate::broker::jolokia::{AddressSettings, BrokerState, HeapUsage, QueueState};
 use crate::transfer::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 use crate::transfer::plan::{Mode, Plan, QueueRef, Selection};
 use serde_json::json;
@@ -22,6 +22,7 @@ fn node() -> NodeFacts {
             address_memory_usage: Some(0),
         },
         core_acceptor: Some(true),
+        heap: Some(HeapUsage { used: 200 << 20, max: 512 << 20 }),
     }
 }
 
@@ -336,6 +337,61 @@ const ROWS: &[(&str, Mutation, Kind, &str)] = &[
             f.source.queue.paging = Some(true);
             p.selection = Selection::Filter("a = 1".into());
             f.filtered_count = Some(3)
+        },
+        Kind::NeedsAck,
+        "source-paged",
+    ),
+    (
+        // 20,000 messages of 10,000 stored bytes: 200 MB + 32 MB; 80 % of the 312 MiB free is 250 MiB.
+        "source paged, filter, scan within the free heap",
+        |f, p| {
+            f.source.queue.paging = Some(true);
+            p.selection = Selection::Filter("a = 1".into());
+            tq_src(f).message_count = Some(20_000);
+            tq_src(f).persistent_size = Some(200_000_000)
+        },
+        Kind::NeedsAck,
+        "source-paged",
+    ),
+    (
+        // 200,000 messages of 1,000 stored bytes: 200 MB + 320 MB, more than the broker can spare.
+        "source paged, filter, scan beyond the free heap",
+        |f, p| {
+            f.source.queue.paging = Some(true);
+            p.selection = Selection::Filter("a = 1".into());
+            tq_src(f).message_count = Some(200_000);
+            tq_src(f).persistent_size = Some(200_000_000)
+        },
+        Kind::Refused,
+        "source-paged-heap",
+    ),
+    (
+        "source paged, filter, heap unknown",
+        |f, p| {
+            f.source.queue.paging = Some(true);
+            p.selection = Selection::Filter("a = 1".into());
+            f.source.node.as_mut().unwrap().heap = None
+        },
+        Kind::Unknown,
+        "source-heap-unknown",
+    ),
+    (
+        "source paged, ids",
+        |f, p| {
+            f.source.queue.paging = Some(true);
+            p.selection = Selection::Ids(vec![1, 2]);
+            tq_src(f).message_count = Some(200_000)
+        },
+        Kind::NeedsAck,
+        "source-paged",
+    ),
+    (
+        "source paged, copy by filter (a browse keeps nothing)",
+        |f, p| {
+            f.source.queue.paging = Some(true);
+            p.mode = Mode::Copy;
+            p.selection = Selection::Filter("a = 1".into());
+            tq_src(f).message_count = Some(200_000)
         },
         Kind::NeedsAck,
         "source-paged",

@@ -43,18 +43,21 @@ async fn register_scratch(cli: &Cli, broker: &ScratchBroker) {
     assert!(ran.stdout.contains("node scratch"), "{}", ran.stdout);
 }
 
-/// `preview --json` with the `lab` credentials exported too; the exit code, the stored preview, and how long
+/// `preview --json` of `selection` with the `lab` credentials exported too; the exit code, the stored preview, and how long
 /// the command took.
 async fn preview_lab(
     cli: &Cli,
     broker: &ScratchBroker,
     from: &str,
     to: &str,
+    selection: &[&str],
 ) -> (Option<i32>, serde_json::Value, Duration) {
     let started = Instant::now();
+    let mut args = vec!["preview", "--from", from, "--to", to, "--json"];
+    args.extend_from_slice(selection);
     let ran = cli
         .run_with(
-            &["preview", "--from", from, "--to", to, "--all", "--json"],
+            &args,
             &[
                 ("ARTEMIS_TRANSFER_CREDENTIALS__LAB__USER", &broker.user),
                 ("ARTEMIS_TRANSFER_CREDENTIALS__LAB__PASSWORD", &broker.password),
@@ -89,13 +92,13 @@ async fn a_frozen_target_node_could_not_be_checked_and_the_preview_still_returns
     Jolokia::new(&scratch_node(&broker)).create_queue(&target).await.unwrap();
     let (from, to) = (format!("east/east-1/{source}"), format!("lab/scratch/{target}"));
 
-    let (code, answering, _) = preview_lab(&cli, &broker, &from, &to).await;
+    let (code, answering, _) = preview_lab(&cli, &broker, &from, &to, &["--all"]).await;
     assert_eq!(code, Some(0), "{:?}", codes(&answering));
     assert!(!has(&answering, "unknown", "target-unreachable"), "{:?}", codes(&answering));
 
     broker.pause();
     let resume = Resume(&broker);
-    let (code, frozen, took) = preview_lab(&cli, &broker, &from, &to).await;
+    let (code, frozen, took) = preview_lab(&cli, &broker, &from, &to, &["--all"]).await;
     drop(resume);
     println!("the preview of a frozen target took {:.1} s", took.as_secs_f64());
     let finding = frozen["preview"]["findings"]
@@ -112,7 +115,7 @@ async fn a_frozen_target_node_could_not_be_checked_and_the_preview_still_returns
     // Two management timeouts of 10 s (the live-endpoint check, then the batch) and a 3 s Core probe at most.
     assert!(took < Duration::from_secs(40), "the preview took {took:?}");
 
-    let (_, thawed, _) = preview_lab(&cli, &broker, &from, &to).await;
+    let (_, thawed, _) = preview_lab(&cli, &broker, &from, &to, &["--all"]).await;
     assert!(!has(&thawed, "unknown", "target-unreachable"), "{:?}", codes(&thawed));
     super::management(bed.node("east-1")).destroy_queue(&source).await.unwrap();
 }
@@ -139,6 +142,7 @@ async fn a_target_disk_over_max_disk_usage_is_refused() {
             "<max-disk-usage>90</max-disk-usage>".into(),
             format!("<max-disk-usage>{limit}</max-disk-usage>"),
         )],
+        ..ScratchOptions::default()
     };
     let broker = ScratchBroker::start_with("preview_disk", options).await;
     // The broker says 0.0 until its first disk scan (disk-scan-period, 5 s by default, after the start): wait
@@ -168,7 +172,8 @@ async fn a_target_disk_over_max_disk_usage_is_refused() {
     let source = super::source_with(2).await;
     let target = unique_name("disk_target");
     let (code, stored, _) =
-        preview_lab(&cli, &broker, &format!("east/east-1/{source}"), &format!("lab/scratch/{target}")).await;
+        preview_lab(&cli, &broker, &format!("east/east-1/{source}"), &format!("lab/scratch/{target}"), &["--all"])
+            .await;
     assert_eq!(code, Some(3), "{:?}", codes(&stored));
     let finding = stored["preview"]["findings"]
         .as_array()
@@ -208,9 +213,15 @@ async fn a_paging_source_needs_acknowledgement_for_filters_and_ids() {
     cli.register("east", east1).await;
     cli.register("west", west1).await;
     let (from, to) = (format!("east/east-1/{source}"), format!("west/west-1/{}", unique_name("paged_target")));
-    for selection in [&["--filter", "p_int >= 50000"][..], &["--ids", "1,2,3"]] {
+    for (selection, says) in [
+        // The source broker's heap was read: the words give the estimate against it.
+        (&["--filter", "p_int >= 50000"][..], "of the source broker's heap ("),
+        (&["--ids", "1,2,3"], "moveMessage does not look in page files"),
+    ] {
         let (_, stored) = cli.preview_json(&from, &to, selection).await;
         assert!(has(&stored, "needs_ack", "source-paged"), "{selection:?}: {:?}", codes(&stored));
+        let words = finding_words(&stored, "source-paged");
+        assert!(words.contains(says), "{selection:?}: {words}");
     }
     let (_, whole) = cli.preview_json(&from, &to, &["--all"]).await;
     assert!(!codes(&whole).iter().any(|(_, c)| c == "source-paged"), "{:?}", codes(&whole));
@@ -218,6 +229,63 @@ async fn a_paging_source_needs_acknowledgement_for_filters_and_ids() {
 
     judge.destroy_queue(&source).await.unwrap();
     judge.remove_address_settings(&source).await.unwrap();
+}
+
+/// The words of the finding `code` in a stored preview.
+fn finding_words(stored: &serde_json::Value, code: &str) -> String {
+    stored["preview"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == code)
+        .and_then(|f| f["words"].as_str())
+        .unwrap_or_else(|| panic!("no {code}: {:?}", codes(stored)))
+        .to_string()
+}
+
+/// A move by filter from a paging source whose paged messages cannot fit in the source broker's free heap (the
+/// broker's filtered move keeps in memory every paged message its scan passes over) is refused before anything
+/// runs, in words that give the estimate and the heap. Moving the whole queue keeps nothing, and a copy by the same
+/// filter browses: neither is refused. The source is a private broker with a 96 MiB heap.
+#[tokio::test]
+async fn a_filtered_move_whose_scan_cannot_fit_in_the_source_heap_is_refused() {
+    let bed = TestBed::require().await;
+    let options = ScratchOptions { web: true, heap: Some("96M".into()), ..ScratchOptions::default() };
+    let broker = ScratchBroker::start_with("preview_paged_heap", options).await;
+    let node = scratch_node(&broker);
+    let judge = Jolokia::new(&node);
+    let source = unique_name("paged_heap");
+    judge
+        .add_address_settings(
+            &source,
+            &json!({"addressFullMessagePolicy": "PAGE", "maxSizeBytes": 1048576, "pageSizeBytes": 1048576}).to_string(),
+        )
+        .await
+        .unwrap();
+    judge.create_queue(&source).await.unwrap();
+    // 1,000 messages of 90 KiB (under the Core client's large-message threshold, so each would be read back whole):
+    // about 92 MB stored, over 80 % of the whole 96 MiB heap whatever the broker uses itself.
+    let produce =
+        Produce { count: 1000, kinds: "bytes".into(), body_size: 90 * 1024, durable_only: true, ..Produce::default() };
+    fidelity::produce(&node, &source, &produce).await;
+    let address = format!("{},component=addresses,address={}", node.broker_mbean(), testbed::jolokia::quote(&source));
+    let paging = judge.read(&address, &["Paging"]).await.unwrap();
+    assert_eq!(paging["Paging"], true, "the source address must page for this test: {paging}");
+
+    let cli = Cli::fresh("preview_paged_heap").await;
+    cli.register("west", bed.node("west-1")).await;
+    register_scratch(&cli, &broker).await;
+    let (from, to) = (format!("lab/scratch/{source}"), format!("west/west-1/{}", unique_name("paged_heap_target")));
+    let (code, stored, _) = preview_lab(&cli, &broker, &from, &to, &["--filter", "p_int >= 0"]).await;
+    assert_eq!(code, Some(3), "{:?}", codes(&stored));
+    assert!(has(&stored, "refused", "source-paged-heap"), "{:?}", codes(&stored));
+    let words = finding_words(&stored, "source-paged-heap");
+    assert!(words.contains("more than the source broker can spare") && words.contains("MiB free of 96 MiB"), "{words}");
+
+    for selection in [&["--all"][..], &["--filter", "p_int >= 0", "--copy"]] {
+        let (_, stored, _) = preview_lab(&cli, &broker, &from, &to, selection).await;
+        assert!(!has(&stored, "refused", "source-paged-heap"), "{selection:?}: {:?}", codes(&stored));
+    }
 }
 
 /// Queues named with quotes, backslashes and `*` are previewed end to end: read, counted with a filter, and

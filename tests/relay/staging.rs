@@ -460,7 +460,7 @@ fn poisoned_hash() -> Vec<(String, String)> {
 #[tokio::test]
 async fn staging_is_explicit_under_a_poisoned_hash() {
     let broker =
-        ScratchBroker::start_with("staging_poisoned_hash", ScratchOptions { web: true, broker_xml: poisoned_hash() })
+        ScratchBroker::start_with("staging_poisoned_hash", ScratchOptions { web: true, broker_xml: poisoned_hash(), ..ScratchOptions::default() })
             .await;
     let node = scratch_node(&broker);
     let mgmt = management_for(&node);
@@ -593,7 +593,11 @@ async fn staging_without_rights_is_refused_with_the_snippet() {
       </security-settings>"#;
     let broker = ScratchBroker::start_with(
         "staging_no_rights",
-        ScratchOptions { web: true, broker_xml: vec![("</security-settings>".into(), deny.into())] },
+        ScratchOptions {
+            web: true,
+            broker_xml: vec![("</security-settings>".into(), deny.into())],
+            ..ScratchOptions::default()
+        },
     )
     .await;
     let node = scratch_node(&broker);

@@ -138,6 +138,7 @@ async fn scratch_broker_with_web_console_answers_jolokia() {
     let options = ScratchOptions {
         web: true,
         broker_xml: vec![("<max-disk-usage>90</max-disk-usage>".into(), "<max-disk-usage>77</max-disk-usage>".into())],
+        ..ScratchOptions::default()
     };
     let broker = ScratchBroker::start_with("smoke_web", options).await;
     let url = broker.jolokia_url().expect("started with the web console");

@@ -34,6 +34,8 @@ pub struct ScratchOptions {
     /// example `("</address-settings>", "<address-setting match=\"#\">…</address-setting></address-settings>")`
     /// or `("<core ", …)`.
     pub broker_xml: Vec<(String, String)>,
+    /// The broker's `-Xmx` (`artemis create --java-memory`), e.g. `96M`; `None` is the test bed's 512M.
+    pub heap: Option<String>,
 }
 
 /// A running private broker; see the module doc.
@@ -88,10 +90,16 @@ impl ScratchBroker {
             .arg(&dir)
             .args(["--silent", "--force", "--name", "scratch", "--host", "127.0.0.1"])
             .args(["--port-offset", &offset, "--user", &user, "--password", &password, "--role", "amq"])
-            .args(["--require-login", "--no-autotune", "--nio", "--java-memory", "512M"])
+            .args([
+                "--require-login",
+                "--no-autotune",
+                "--nio",
+                "--java-memory",
+                options.heap.as_deref().unwrap_or("512M"),
+            ])
             .args(web_args)
             .args(["--no-amqp-acceptor", "--no-stomp-acceptor", "--no-mqtt-acceptor", "--no-hornetq-acceptor"])
-            .env("JAVA_ARGS_APPEND", "-Xms64M")
+            .env("JAVA_ARGS_APPEND", if options.heap.is_some() { "-Xms32M" } else { "-Xms64M" })
             .env_remove("JAVA_ARGS")
             .stdin(Stdio::null())
             .output()

@@ -17,5 +17,7 @@ pub mod request;
 pub use client::{AgentVersion, Endpoint, JolokiaClient};
 pub use error::{AgentError, AgentErrorKind, JolokiaError};
 pub use object_name::{ObjectName, RoutingType};
-pub use ops::{AddressSettings, BrokerManagement, BrokerState, FullPolicy, QueueConfig, QueueState, TopologyMember};
+pub use ops::{
+    AddressSettings, BrokerManagement, BrokerState, FullPolicy, HeapUsage, QueueConfig, QueueState, TopologyMember,
+};
 pub use request::Request;

@@ -80,6 +80,35 @@ impl BrokerState {
     }
 }
 
+/// The broker JVM's heap (`java.lang:type=Memory`, `HeapMemoryUsage`), in bytes. `used` counts garbage not yet
+/// collected, so it is an upper bound of what the heap really holds: a check built on it errs towards caution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeapUsage {
+    /// Bytes in use (live and not yet collected).
+    pub used: i64,
+    /// The most the heap can grow to (`-Xmx`).
+    pub max: i64,
+}
+
+/// The platform MBean that reports the JVM's heap.
+pub const MEMORY_MBEAN: &str = "java.lang:type=Memory";
+
+impl HeapUsage {
+    /// From a lenient read of `HeapMemoryUsage` on [`MEMORY_MBEAN`]; `None` when it is missing, in error, or
+    /// the heap has no maximum (`max` is -1 when undefined).
+    pub fn from_read(v: &Value) -> Option<HeapUsage> {
+        let usage = &v["HeapMemoryUsage"];
+        let used = usage["used"].as_i64()?;
+        let max = usage["max"].as_i64().filter(|m| *m > 0)?;
+        Some(HeapUsage { used, max })
+    }
+
+    /// Bytes the heap can still grow by.
+    pub fn headroom(&self) -> i64 {
+        (self.max - self.used).max(0)
+    }
+}
+
 /// A queue's attributes, as the preview and the run read them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct QueueState {
@@ -445,6 +474,17 @@ impl BrokerManagement {
     /// A lenient read of the broker's state (attributes a version lacks are `None`).
     pub fn broker_state_request(&self) -> Request {
         Request::read_lenient(self.broker_mbean(), BROKER_ATTRIBUTES)
+    }
+
+    /// The broker JVM's heap use (see [`HeapUsage`]). The JVM's platform MBean, not the broker's: a user whose
+    /// role may not read it leaves the heap unknown.
+    pub fn heap_request(&self) -> Request {
+        Request::read_lenient(ObjectName::from_canonical(MEMORY_MBEAN), &["HeapMemoryUsage"])
+    }
+
+    /// The broker JVM's heap use now.
+    pub async fn heap(&self) -> Result<Option<HeapUsage>, JolokiaError> {
+        Ok(HeapUsage::from_read(&self.client.request(&self.heap_request()).await?))
     }
 
     /// The broker's identity, HA state, clock, duplicate-id cache and disk.

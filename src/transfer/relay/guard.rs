@@ -5,8 +5,9 @@
 //! **before** the commit that would have dropped messages. A target short of room makes the run wait. A fact
 //! that could not be read is never taken as a pass: the batch is retried later.
 
-use crate::broker::jolokia::FullPolicy;
+use crate::broker::jolokia::{FullPolicy, HeapUsage};
 use crate::transfer::facts::EndFacts;
+use crate::transfer::preview::SOURCE_HEAP_WAIT_PCT;
 
 /// What the guard decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,6 +20,29 @@ pub enum TargetCheck {
     Refuse(String),
     /// Something could not be read: try again later, saying what.
     Unknown(String),
+}
+
+/// Whether a move by filter may refill staging from a **paging** source now. The broker's filtered move keeps in
+/// its heap every paged message its scan passes over (until consumed), so a scan started with the heap nearly
+/// full can take the broker down: the refill waits instead, as for room on the target (consumers draining the
+/// queue, or a collection of garbage that `used` still counts, give the heap back). `source` names the queue.
+pub fn check_source_heap(source: &str, heap: Option<HeapUsage>) -> TargetCheck {
+    match heap {
+        None => TargetCheck::Unknown(format!(
+            "the heap of the source broker holding {source} could not be read: a filtered refill from its paged \
+             queue makes the broker hold more, so it waits until the heap can be read"
+        )),
+        Some(h) if i128::from(h.used) * 100 >= i128::from(h.max) * i128::from(SOURCE_HEAP_WAIT_PCT) => {
+            TargetCheck::Wait(format!(
+                "the source broker holding {source} has {} of its {} MiB heap in use (at least {SOURCE_HEAP_WAIT_PCT}%): \
+                 a filtered refill from its paged queue would make it hold more, so staging is refilled only when \
+                 it has room again",
+                h.used / 1_048_576,
+                h.max / 1_048_576
+            ))
+        }
+        Some(_) => TargetCheck::Go,
+    }
 }
 
 /// What the next batch may add to the target.
@@ -213,6 +237,7 @@ mod tests {
                     ..BrokerState::default()
                 },
                 core_acceptor: Some(true),
+                heap: None,
             }),
             queue: QueueFacts {
                 queue: Some(Some(QueueState {
@@ -350,5 +375,19 @@ mod tests {
         let mut no_size = with_settings(json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000}), 0, 0);
         no_size.queue.address_size = None;
         assert!(matches!(check_target("q", &no_size, BATCH, 90), TargetCheck::Unknown(_)));
+    }
+
+    #[test]
+    fn a_paged_filtered_refill_waits_while_the_source_heap_is_nearly_full() {
+        let mib = 1_048_576;
+        let heap = |used: i64| Some(HeapUsage { used: used * mib, max: 512 * mib });
+        assert_eq!(check_source_heap("east/east-1/q", heap(200)), TargetCheck::Go);
+        // 90% of 512 MiB is 460.8 MiB: just under it goes, at or over it waits.
+        assert_eq!(check_source_heap("east/east-1/q", heap(460)), TargetCheck::Go);
+        match check_source_heap("east/east-1/q", heap(461)) {
+            TargetCheck::Wait(words) => assert!(words.contains("461 of its 512 MiB heap"), "{words}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(check_source_heap("east/east-1/q", None), TargetCheck::Unknown(_)));
     }
 }
