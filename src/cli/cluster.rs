@@ -3,6 +3,11 @@
 //! `add` learns a cluster's nodes from one seed node (its topology names every member by NodeID, so a primary
 //! and its backup become one node), checks each member's Jolokia answers as that node, and stores them.
 //! Credentials are named, never given: the processes read them from their environment.
+//!
+//! `add` and `remove` change the deployment, so they are admin commands (SPEC §9): they need `admin` on the cluster
+//! they name or on `*` — or nobody holding `admin` on `*` yet, the bootstrap of a fresh database, as for
+//! `grant add`. The grant is checked before any broker is asked. Each attempt is audited (`cluster.add`,
+//! `cluster.remove`: who, the cluster, the outcome), a refusal too.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -10,11 +15,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
+use serde_json::json;
 use sqlx::PgPool;
 
+use crate::cli::grant::{authorise_admin_on, operator, Authorised};
 use crate::cli::CliError;
 use crate::registry::discover::{conventional_jolokia_url, discover, Seed};
 use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
+use crate::transfer::actions::{audit_entry, AuditEntry};
 
 /// How long one management call of discovery may take.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,6 +61,10 @@ pub enum ClusterCommand {
         /// the member's Core address as the cluster topology names it. Repeatable.
         #[arg(long = "member-jolokia", value_name = "HOST:PORT=URL", value_parser = parse_member)]
         member_jolokia: Vec<(String, String)>,
+        /// Who adds it: needs admin on this cluster or on `*` (open while nobody holds admin on `*`); recorded
+        /// in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+        operator: Option<String>,
     },
     /// List the registered clusters the operator may see, with their nodes and endpoints; with --from, the
     /// clusters a transfer from that cluster could go to, each enabled or disabled with the reason.
@@ -71,6 +83,10 @@ pub enum ClusterCommand {
     Remove {
         /// The cluster's name.
         name: String,
+        /// Who removes it: needs admin on this cluster or on `*` (open while nobody holds admin on `*`); recorded
+        /// in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+        operator: Option<String>,
     },
 }
 
@@ -78,12 +94,30 @@ pub enum ClusterCommand {
 pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError> {
     let mut out = std::io::stdout().lock();
     match args.command {
-        ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia } => {
-            let credentials = Credentials::from_env(&credentials_ref)?;
-            let seed = seed(&core_url, jolokia_url, member_jolokia)?;
-            let nodes = discover(&seed, &credentials, DISCOVERY_TIMEOUT).await?;
-            let cluster = Cluster { name, credentials_ref, nodes };
-            store::add(pool, &cluster).await?;
+        ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia, operator: named } => {
+            let by = operator(named)?;
+            let target = format!("cluster:{name}");
+            let asked = json!({ "core_url": core_url, "credentials_ref": credentials_ref });
+            let bootstrap = match authorise_admin_on(pool, &by, &name, "cluster.add", target, asked.clone()).await? {
+                Authorised::Allowed { bootstrap } => bootstrap,
+                Authorised::Refused(code) => return Ok(code),
+            };
+            let added = async {
+                let credentials = Credentials::from_env(&credentials_ref)?;
+                let seed = seed(&core_url, jolokia_url, member_jolokia)?;
+                let nodes = discover(&seed, &credentials, DISCOVERY_TIMEOUT).await?;
+                let cluster = Cluster { name: name.clone(), credentials_ref: credentials_ref.clone(), nodes };
+                store::add(pool, &cluster).await?;
+                Ok::<_, RegistryError>((seed, cluster))
+            }
+            .await;
+            let mut detail = asked;
+            detail["bootstrap"] = json!(bootstrap);
+            if let Ok((seed, cluster)) = &added {
+                detail["seed_jolokia_url"] = json!(seed.jolokia_url);
+                detail["nodes"] = json!(cluster.nodes.iter().map(|n| &n.name).collect::<Vec<_>>());
+            }
+            let (seed, cluster) = audited(pool, &by, "cluster.add", &name, detail, added).await?;
             writeln!(
                 out,
                 "Registered cluster {} with {} node(s), learnt from {} (credentials `{}`, read from the environment):",
@@ -95,8 +129,8 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError>
             .map_err(CliError::Output)?;
             print_nodes(&mut out, &cluster).map_err(CliError::Output)?;
         }
-        ClusterCommand::List { json, from: Some(source), operator } => {
-            let operator = super::grant::operator(operator)?;
+        ClusterCommand::List { json, from: Some(source), operator: named } => {
+            let operator = operator(named)?;
             let targets = crate::transfer::service::targets_for(pool, &operator, &source).await?;
             if json {
                 let text = serde_json::to_string_pretty(&targets).unwrap_or_default();
@@ -111,8 +145,8 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError>
                 }
             }
         }
-        ClusterCommand::List { json, from: None, operator } => {
-            let operator = super::grant::operator(operator)?;
+        ClusterCommand::List { json, from: None, operator: named } => {
+            let operator = operator(named)?;
             let mut clusters = store::list(pool).await?;
             let mut visible = Vec::with_capacity(clusters.len());
             for cluster in clusters.drain(..) {
@@ -141,14 +175,63 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError>
                 }
             }
         }
-        ClusterCommand::Remove { name } => {
-            if !store::remove(pool, &name).await? {
-                return Err(RegistryError::NotFound(format!("no cluster named {name} is registered")).into());
-            }
+        ClusterCommand::Remove { name, operator: named } => {
+            let by = operator(named)?;
+            let target = format!("cluster:{name}");
+            let bootstrap = match authorise_admin_on(pool, &by, &name, "cluster.remove", target, json!({})).await? {
+                Authorised::Allowed { bootstrap } => bootstrap,
+                Authorised::Refused(code) => return Ok(code),
+            };
+            let removed = match store::remove(pool, &name).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(RegistryError::NotFound(format!("no cluster named {name} is registered"))),
+                Err(e) => Err(e),
+            };
+            audited(pool, &by, "cluster.remove", &name, json!({ "bootstrap": bootstrap }), removed).await?;
             writeln!(out, "Removed cluster {name} and its nodes.").map_err(CliError::Output)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the audit row of a registry change on `cluster` by `actor` and passes its result on. The registry saying
+/// no (already registered, not registered) is `refused`; anything else that failed is `error`, with its words.
+async fn audited<T>(
+    pool: &PgPool,
+    actor: &str,
+    action: &str,
+    cluster: &str,
+    mut detail: serde_json::Value,
+    result: Result<T, RegistryError>,
+) -> Result<T, CliError> {
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(RegistryError::Conflict(_) | RegistryError::NotFound(_)) => "refused",
+        Err(_) => "error",
+    };
+    if let Err(e) = &result {
+        detail["error"] = json!(crate::cli::error_chain(e));
+    }
+    let entry = AuditEntry {
+        actor,
+        action,
+        target: format!("cluster:{cluster}"),
+        outcome,
+        detail,
+        source_cluster: Some(cluster),
+        target_cluster: None,
+    };
+    match (result, audit_entry(pool, &entry).await) {
+        (Ok(done), Ok(_)) => Ok(done),
+        // A change of the registry that cannot be audited must not look fine.
+        (Ok(_), Err(e)) => Err(CliError::Db(e)),
+        (Err(e), written) => {
+            if let Err(audit_error) = written {
+                tracing::error!(error = %audit_error, action, cluster, "could not audit a failed registry change");
+            }
+            Err(e.into())
+        }
+    }
 }
 
 /// The seed: its Jolokia URL (given, or by the convention), its Core URL, and the members' URLs. A Jolokia URL

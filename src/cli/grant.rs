@@ -4,7 +4,8 @@
 //! is audited. The work is in [`crate::transfer::permissions`]; this module parses and prints.
 //!
 //! Also here: [`operator`], how every command names the operator it acts for (`--as`, `ARTEMIS_TRANSFER_OPERATOR`,
-//! or `$USER`).
+//! or `$USER`); and the admin checks of the other admin commands ([`authorise_admin`] for `admin …`,
+//! [`authorise_admin_on`] for `cluster add|remove` and `settings set`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -123,6 +124,51 @@ pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand)
             audit_entry(pool, &entry).await.map_err(CliError::Db)?;
             eprintln!("refused: {missing}");
             Ok(Some(ExitCode::from(2)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What [`authorise_admin_on`] decided.
+#[derive(Debug)]
+pub enum Authorised {
+    /// Go on; `bootstrap` when only because nobody holds `admin` on `*` yet (worth recording in the audit row).
+    Allowed {
+        /// Allowed by the bootstrap rule, not by a grant.
+        bootstrap: bool,
+    },
+    /// Refused: printed and audited already; exit with this code.
+    Refused(ExitCode),
+}
+
+/// Checks that `actor` may run an admin command that changes `cluster` (`*`: the whole deployment, as settings do):
+/// `admin` on it or on `*`, or anybody while nobody holds `admin` on `*` (the bootstrap rule of `grant add`, see
+/// [`permissions::require_admin_or_bootstrap`]). A refusal is printed (`refused: <words>`) and audited under the
+/// command's own `action` and `target`, with `detail` and the refusal's words, as the command would have been.
+pub async fn authorise_admin_on(
+    pool: &PgPool,
+    actor: &str,
+    cluster: &str,
+    action: &str,
+    target: String,
+    mut detail: serde_json::Value,
+) -> Result<Authorised, CliError> {
+    match permissions::require_admin_or_bootstrap(pool, actor, cluster).await {
+        Ok(bootstrap) => Ok(Authorised::Allowed { bootstrap }),
+        Err(PermissionError::Missing(missing)) => {
+            detail["error"] = serde_json::json!(missing.to_string());
+            let entry = AuditEntry {
+                actor,
+                action,
+                target,
+                outcome: "refused",
+                detail,
+                source_cluster: Some(cluster),
+                target_cluster: None,
+            };
+            audit_entry(pool, &entry).await.map_err(CliError::Db)?;
+            eprintln!("refused: {missing}");
+            Ok(Authorised::Refused(ExitCode::from(2)))
         }
         Err(e) => Err(e.into()),
     }

@@ -7,6 +7,12 @@
 //! uses a new `batch_size` or `batch_bytes`; every claim reads `concurrent_runs`, and the permit function reads
 //! `node_calls_per_second` at every call. The defaults in `config/default.toml` only seed a database that has
 //! no value yet (`migrate`).
+//!
+//! Settings are deployment-wide, so a change is an admin command (SPEC §9): it needs `admin` on `*`, or nobody
+//! holding `admin` on `*` yet (the bootstrap of a fresh database, as for `grant add`). A refusal is audited as
+//! `settings.set` with outcome `refused` and exits 2. Who changes is named as for `admin …` (`--actor`, also
+//! `--as`/`--operator`, or ARTEMIS_TRANSFER_ACTOR); with neither, the operator every other command acts for
+//! (ARTEMIS_TRANSFER_OPERATOR), else `$USER@host` as before. That one name is both checked and audited.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -15,16 +21,19 @@ use clap::Subcommand;
 use sqlx::PgPool;
 
 use crate::cli::admin::default_actor;
+use crate::cli::grant::{authorise_admin_on, Authorised};
 use crate::cli::CliError;
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed, KEYS};
 use crate::jobs::store::record::SettingRow;
+use crate::transfer::permissions::EVERY_CLUSTER;
 
 /// `settings` options.
 #[derive(Debug, clap::Args)]
 pub struct SettingsArgs {
-    /// Who changes a setting, for the audit trail (default: `$USER@host`).
-    #[arg(long, global = true, env = "ARTEMIS_TRANSFER_ACTOR")]
+    /// Who changes a setting: needs admin on `*` (open while nobody holds admin on `*`); recorded in the audit
+    /// trail (default: ARTEMIS_TRANSFER_ACTOR, else ARTEMIS_TRANSFER_OPERATOR, else `$USER@host`).
+    #[arg(long, global = true, visible_aliases = ["as", "operator"], env = "ARTEMIS_TRANSFER_ACTOR")]
     pub actor: Option<String>,
     /// Print JSON lines instead of text.
     #[arg(long, global = true)]
@@ -59,13 +68,31 @@ pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError
             print_rows(&mut out, &rows, args.json).map_err(CliError::Output)?;
         }
         SettingsCommand::Set { key, value } => {
-            let actor = Actor(args.actor.unwrap_or_else(default_actor));
+            let actor = Actor(actor(args.actor, std::env::var("ARTEMIS_TRANSFER_OPERATOR").ok()));
+            // The refusal's row has the shape of a refused value's (`settings.set`, `setting <key>`, `text`).
+            let target = format!("setting {key}");
+            let asked = serde_json::json!({ "text": value });
+            if let Authorised::Refused(code) =
+                authorise_admin_on(pool, &actor.0, EVERY_CLUSTER, "settings.set", target, asked).await?
+            {
+                return Ok(code);
+            }
             let changed = admin::set_setting(pool, &actor, &key, &value).await?;
             let line = if args.json { serde_json::to_string(&changed).unwrap_or_default() } else { describe(&changed) };
             writeln!(out, "{line}").map_err(CliError::Output)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who acts: the name given (`--actor`/`--as`/`--operator` or ARTEMIS_TRANSFER_ACTOR), else `operator_env`
+/// (ARTEMIS_TRANSFER_OPERATOR: the name the operator's grants are under, as for every other command), else
+/// `$USER@host`. A blank name is no name.
+fn actor(named: Option<String>, operator_env: Option<String>) -> String {
+    named
+        .filter(|n| !n.trim().is_empty())
+        .or(operator_env.filter(|o| !o.trim().is_empty()))
+        .unwrap_or_else(default_actor)
 }
 
 /// `batch_size: 200 -> 500 (200 was set by … at …)`.
@@ -124,6 +151,15 @@ mod tests {
         assert_eq!(shown(&json!(["a.dmq", "b.dmq"])), "a.dmq,b.dmq");
         assert_eq!(shown(&json!(200)), "200");
         assert_eq!(shown(&json!(2.5)), "2.5");
+    }
+
+    #[test]
+    fn the_actor_is_the_one_named_else_the_operator_else_user_at_host() {
+        assert_eq!(actor(Some("ops".into()), Some("alice".into())), "ops");
+        assert_eq!(actor(None, Some("alice".into())), "alice");
+        assert_eq!(actor(Some(" ".into()), Some("alice".into())), "alice", "a blank name is no name");
+        assert_eq!(actor(None, Some("".into())), default_actor());
+        assert_eq!(actor(None, None), default_actor());
     }
 
     #[test]

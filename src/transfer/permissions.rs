@@ -411,13 +411,24 @@ async fn bootstrapped(pool: &PgPool) -> Result<bool, sqlx::Error> {
         .await
 }
 
-/// `Ok(bootstrap)` when `by` may change grants on `cluster`: an admin of it, or anybody before the first admin on
-/// `*` exists (then `bootstrap` is true).
+/// `Ok(bootstrap)` when `by` may change grants on `cluster`: the rule of [`require_admin_or_bootstrap`].
 async fn may_administer(pool: &PgPool, by: &str, cluster: &str) -> Result<bool, GrantError> {
+    Ok(require_admin_or_bootstrap(pool, by, cluster).await?)
+}
+
+/// `Ok(bootstrap)` when `principal` may run an admin command on `cluster` (`*`: on the whole deployment): they hold
+/// `admin` on it or on `*`, or nobody holds `admin` on `*` yet (then `bootstrap` is true). The rule of `grant add`,
+/// shared with the other commands that set a deployment up (`cluster add|remove`, `settings set`): a fresh database
+/// must be usable before its first admin exists, and from then on only an admin may change it.
+pub async fn require_admin_or_bootstrap(
+    pool: &PgPool,
+    principal: &str,
+    cluster: &str,
+) -> Result<bool, PermissionError> {
     if !bootstrapped(pool).await? {
         return Ok(true);
     }
-    require(pool, by, cluster, Permission::Admin).await?;
+    require(pool, principal, cluster, Permission::Admin).await?;
     Ok(false)
 }
 

@@ -11,7 +11,8 @@ use sqlx::PgPool;
 
 use crate::support::{self, process};
 
-const ACTOR: &str = "ops@settings-test";
+/// Changing a setting needs admin on `*` (SPEC §9); the test database gives it to the admin tests' actor.
+const ACTOR: &str = support::ADMIN_ACTOR;
 
 fn settings_cmd(url: &str, args: &[&str]) -> Output {
     Command::new(process::binary())

@@ -10,6 +10,8 @@
 //! - `revoked_mid_run`: a grant withdrawn mid-run stops the run with words naming the permission; nothing is lost
 //!   or doubled, and a return puts the rest back.
 //! - `admin_grants`: admin commands and grant changes need an admin grant; refusals are audited.
+//! - `registry_and_settings`: `cluster add|remove` need admin on the cluster or on `*`, `settings set` admin on `*`;
+//!   a refusal exits 2 in words, is audited and changes nothing; before the first admin on `*` they are open.
 
 #[allow(dead_code)]
 #[path = "../relay/support/mod.rs"]
@@ -334,6 +336,11 @@ async fn an_invisible_cluster_is_not_found_and_a_target_without_send_is_listed_d
 
 /// Runs the binary on the world's database: (exit code, stdout, stderr).
 fn cli(world: &World, args: &[&str]) -> (Option<i32>, String, String) {
+    cli_with(world, args, &[])
+}
+
+/// [`cli`] with extra environment variables.
+fn cli_with(world: &World, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let bed = TestBed::get();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
         .args(args)
@@ -344,6 +351,7 @@ fn cli(world: &World, args: &[&str]) -> (Option<i32>, String, String) {
         .env_remove("ARTEMIS_TRANSFER_CONFIG")
         .env_remove("ARTEMIS_TRANSFER_OPERATOR")
         .env_remove("ARTEMIS_TRANSFER_ACTOR")
+        .envs(env.iter().copied())
         .output()
         .expect("run artemis-transfer");
     (
@@ -540,4 +548,159 @@ async fn admin_commands_and_grant_changes_need_an_admin_grant_and_refusals_are_a
             ("zed", "grant.list", "refused", Some("*")),
         ]
     );
+}
+
+/// `cluster add <name>` seeded from the test-bed node `seed`, with the `testbed` credentials, then `extra`.
+fn cluster_add(world: &World, name: &str, seed: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let core_url = TestBed::get().node(seed).core_url();
+    let mut args = vec!["cluster", "add", name, "--core-url", &core_url, "--credentials", "testbed"];
+    args.extend_from_slice(extra);
+    cli(world, &args)
+}
+
+/// The registered clusters with their number of nodes.
+async fn registry(pool: &PgPool) -> Vec<(String, i64)> {
+    sqlx::query_as(
+        "SELECT c.name, count(n.name) FROM cluster c LEFT JOIN cluster_node n ON n.cluster = c.name \
+         GROUP BY c.name ORDER BY c.name",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// (value, changed by) of a setting.
+async fn setting(pool: &PgPool, key: &str) -> (Value, String) {
+    sqlx::query_as("SELECT value, updated_by FROM setting WHERE key = $1").bind(key).fetch_one(pool).await.unwrap()
+}
+
+/// (actor, action, target, outcome, source_cluster, detail) of the audit rows of the registry and settings
+/// commands, in order.
+async fn admin_audit(pool: &PgPool) -> Vec<(String, String, String, String, Option<String>, Value)> {
+    sqlx::query_as(
+        "SELECT actor, action, target, outcome, source_cluster, detail FROM audit \
+         WHERE action IN ('cluster.add', 'cluster.remove', 'settings.set') ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn registry_and_settings_changes_need_an_admin_grant_and_refusals_are_audited_and_change_nothing() {
+    // The world's operators hold admin on `*`, so the bootstrap is over.
+    let world = World::new("perm_registry", &[]).await;
+    grant(&world.pool, "nora", "north", Permission::Admin).await;
+    grant(&world.pool, "eve", "east", Permission::Admin).await;
+    let clusters = registry(&world.pool).await;
+    assert_eq!(clusters, [("east".to_string(), 2), ("west".to_string(), 1)], "the world's clusters");
+    let batch_size = setting(&world.pool, "batch_size").await;
+
+    // Mallory holds nothing. The grant is checked first: credentials that are not exported do not get her further.
+    let add = cluster_add(&world, "north", "east-1", &["--as", "mallory"]);
+    assert_eq!(add.0, Some(2), "{add:?}");
+    assert_eq!(add.2.trim(), "refused: operator mallory lacks admin on cluster north", "{add:?}");
+    let blind = cli(
+        &world,
+        &["cluster", "add", "north", "--core-url", "tcp://127.0.0.1:1", "--credentials", "nope", "--as", "mallory"],
+    );
+    assert_eq!(blind.0, Some(2), "refused before the credentials are read or a broker is asked: {blind:?}");
+    assert!(blind.2.contains("lacks admin on cluster north") && !blind.2.contains("NOPE"), "{blind:?}");
+    let remove = cli(&world, &["cluster", "remove", "west", "--operator", "mallory"]);
+    assert_eq!(remove.0, Some(2), "{remove:?}");
+    assert_eq!(remove.2.trim(), "refused: operator mallory lacks admin on cluster west", "{remove:?}");
+    let set = cli(&world, &["settings", "set", "batch_size", "777", "--actor", "mallory"]);
+    assert_eq!(set.0, Some(2), "{set:?}");
+    assert_eq!(set.2.trim(), "refused: operator mallory lacks admin on every cluster (*)", "{set:?}");
+    // An admin of one cluster may not change what every cluster shares, nor remove another cluster.
+    let set = cli_with(&world, &["settings", "set", "batch_size", "777"], &[("ARTEMIS_TRANSFER_OPERATOR", "eve")]);
+    assert_eq!(set.0, Some(2), "{set:?}");
+    assert_eq!(set.2.trim(), "refused: operator eve lacks admin on every cluster (*)", "{set:?}");
+    let remove = cli(&world, &["cluster", "remove", "west", "--as", "eve"]);
+    assert_eq!(remove.0, Some(2), "{remove:?}");
+    assert_eq!(registry(&world.pool).await, clusters, "no refusal changed the registry");
+    assert_eq!(setting(&world.pool, "batch_size").await, batch_size, "no refusal changed a setting");
+
+    // An admin of north may register north; an admin of `*` may remove it and change a setting.
+    let add = cluster_add(&world, "north", "west-1", &["--as", "nora"]);
+    assert_eq!(add.0, Some(0), "{add:?}");
+    assert!(add.1.starts_with("Registered cluster north with 1 node(s)"), "{add:?}");
+    assert_eq!(registry(&world.pool).await.len(), 3);
+    // Allowed, but the registry says no: audited too.
+    let again = cluster_add(&world, "north", "west-1", &["--as", "nora"]);
+    assert_eq!(again.0, Some(1), "{again:?}");
+    assert!(again.2.contains("a cluster named north is already registered"), "{again:?}");
+    let remove = cli(&world, &["cluster", "remove", "north", "--as", OPERATOR]);
+    assert_eq!(remove.0, Some(0), "{remove:?}");
+    assert_eq!(registry(&world.pool).await, clusters);
+    let set = cli(&world, &["settings", "set", "batch_size", "777", "--as", OPERATOR]);
+    assert_eq!(set.0, Some(0), "{set:?}");
+    assert_eq!(setting(&world.pool, "batch_size").await, (json!(777), OPERATOR.to_string()));
+
+    let trail = admin_audit(&world.pool).await;
+    let seen: Vec<(&str, &str, &str, &str, Option<&str>)> = trail
+        .iter()
+        .map(|(actor, action, target, outcome, cluster, _)| {
+            (actor.as_str(), action.as_str(), target.as_str(), outcome.as_str(), cluster.as_deref())
+        })
+        .collect();
+    let expected = [
+        ("mallory", "cluster.add", "cluster:north", "refused", Some("north")),
+        ("mallory", "cluster.add", "cluster:north", "refused", Some("north")),
+        ("mallory", "cluster.remove", "cluster:west", "refused", Some("west")),
+        ("mallory", "settings.set", "setting batch_size", "refused", Some("*")),
+        ("eve", "settings.set", "setting batch_size", "refused", Some("*")),
+        ("eve", "cluster.remove", "cluster:west", "refused", Some("west")),
+        ("nora", "cluster.add", "cluster:north", "ok", Some("north")),
+        ("nora", "cluster.add", "cluster:north", "refused", Some("north")),
+        (OPERATOR, "cluster.remove", "cluster:north", "ok", Some("north")),
+        (OPERATOR, "settings.set", "setting batch_size", "ok", Some("*")),
+    ];
+    assert_eq!(seen, expected);
+    assert_eq!(trail[0].5["error"], "operator mallory lacks admin on cluster north", "the refusal's words");
+    let added = trail.iter().find(|t| t.3 == "ok").unwrap();
+    assert_eq!((&added.5["nodes"], &added.5["bootstrap"]), (&json!(["west-1"]), &json!(false)), "{added:?}");
+}
+
+#[tokio::test]
+async fn before_the_first_admin_on_every_cluster_registry_and_settings_changes_are_open() {
+    let world = World::new("perm_bootstrap", &[]).await;
+    // A fresh deployment: nobody holds any grant yet (the world's own grants are taken away).
+    sqlx::query("DELETE FROM transfer_grant").execute(&world.pool).await.unwrap();
+
+    let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
+    assert_eq!(add.0, Some(0), "{add:?}");
+    let set = cli(&world, &["settings", "set", "batch_size", "321", "--actor", "newbie"]);
+    assert_eq!(set.0, Some(0), "{set:?}");
+    assert_eq!(setting(&world.pool, "batch_size").await, (json!(321), "newbie".to_string()));
+    let remove = cli(&world, &["cluster", "remove", "north", "--as", "newbie"]);
+    assert_eq!(remove.0, Some(0), "{remove:?}");
+    assert!(registry(&world.pool).await.iter().all(|(name, _)| name != "north"));
+
+    // The first admin on `*` ends the bootstrap: the same commands by the same operator are refused now.
+    let first = cli(&world, &["grant", "add", "root", "*", "admin", "--as", "newbie"]);
+    assert_eq!(first.0, Some(0), "{first:?}");
+    let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
+    assert_eq!(add.0, Some(2), "{add:?}");
+    let set = cli(&world, &["settings", "set", "batch_size", "654", "--actor", "newbie"]);
+    assert_eq!(set.0, Some(2), "{set:?}");
+    assert_eq!(setting(&world.pool, "batch_size").await, (json!(321), "newbie".to_string()));
+
+    let trail = admin_audit(&world.pool).await;
+    let seen: Vec<(&str, &str, &str)> = trail
+        .iter()
+        .map(|(actor, action, _, outcome, _, _)| (actor.as_str(), action.as_str(), outcome.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("newbie", "cluster.add", "ok"),
+            ("newbie", "settings.set", "ok"),
+            ("newbie", "cluster.remove", "ok"),
+            ("newbie", "cluster.add", "refused"),
+            ("newbie", "settings.set", "refused"),
+        ]
+    );
+    assert_eq!(trail[0].5["bootstrap"], true, "the audit row says the bootstrap allowed it: {:?}", trail[0]);
+    assert_eq!(trail[2].5["bootstrap"], true, "{:?}", trail[2]);
 }
