@@ -218,9 +218,21 @@ async fn first_wait_words(world: &World, run: uuid::Uuid) -> Option<String> {
 /// took and what is left on the target; nothing on the source; staging removed.
 #[tokio::test]
 async fn a_full_target_makes_the_run_wait_and_it_proceeds_when_drained() {
+    full_target_waits_and_proceeds_when_drained("cap_drain", "FAIL").await;
+}
+
+/// The same with a target that **blocks** its producers when full (BLOCK): the relay's guard reads the address
+/// before every batch, so the run waits for room in the same words rather than sending into a full address, and
+/// it ends Succeeded once drained; census exact.
+#[tokio::test]
+async fn a_blocking_full_target_makes_the_run_wait_and_it_proceeds_when_drained() {
+    full_target_waits_and_proceeds_when_drained("cap_block", "BLOCK").await;
+}
+
+async fn full_target_waits_and_proceeds_when_drained(label: &str, policy: &str) {
     let bed = TestBed::require().await;
-    let (source, target, ids) = source_and_target("cap_drain", 100).await;
-    let mut world = World::new("cap_drain", &[("batch_size", json!(10))]).await;
+    let (source, target, ids) = source_and_target(label, 100).await;
+    let mut world = World::new(label, &[("batch_size", json!(10))]).await;
     world.spawn_worker("w1", &[]).await;
     // Previewed while the target has room (a preview refuses a selection that cannot fit); then the target's
     // address gets a small FAIL limit, as if another producer had filled it since.
@@ -228,7 +240,9 @@ async fn a_full_target_makes_the_run_wait_and_it_proceeds_when_drained() {
         .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
         .await;
     let west = management(bed.node("west-1"));
-    west.add_address_settings(&target, &full_fails_at(150_000)).await.unwrap();
+    let mut limit = full_fails_at(150_000);
+    limit["addressFullMessagePolicy"] = json!(policy);
+    west.add_address_settings(&target, &limit).await.unwrap();
     let started = Instant::now();
     world.execute(&stored).await;
 
@@ -255,7 +269,8 @@ async fn a_full_target_makes_the_run_wait_and_it_proceeds_when_drained() {
     let took = started.elapsed();
     let counters = counters_now(&world, run).await;
     println!(
-        "capacity drain: {waits_seen} waits seen, {} consumed, ended in {took:?}; first wait: {:?}; {counters:?}",
+        "capacity drain ({policy}): {waits_seen} waits seen, {} consumed, ended in {took:?}; first wait: {:?}; \
+         {counters:?}",
         consumed.len(),
         first_wait_words(&world, run).await
     );
@@ -263,6 +278,8 @@ async fn a_full_target_makes_the_run_wait_and_it_proceeds_when_drained() {
     let events = event_kinds(&world, run).await;
     assert!(events.iter().any(|e| e == "waiting_for_room"), "no waiting_for_room event: {events:?}");
     assert_eq!(counters.delivered, 100, "{counters:?}");
+    // Address-full waits; it never proves a message poison (SPEC §4.4).
+    assert_eq!(counters.dead_lettered, 0, "{counters:?}");
 
     let left_on_target = census(bed.node("west-1"), &target).await;
     let on_source = census(bed.node("east-1"), &source).await;
@@ -302,6 +319,7 @@ async fn a_capacity_wait_that_runs_out_stops_the_run_and_return_puts_staging_bac
         first_wait_words(&world, run).await
     );
     assert!(reason.contains("capacity wait"), "the reason does not name the capacity wait: {reason}");
+    assert_eq!(counters.dead_lettered, 0, "address-full dead-lettered a message: {counters:?}");
     assert!(took >= Duration::from_secs(5), "stopped before the capacity wait ran out ({took:?})");
     let events = event_kinds(&world, run).await;
     assert!(events.iter().any(|e| e == "waiting_for_room"), "no waiting_for_room event: {events:?}");

@@ -21,8 +21,12 @@ async fn queues(label: &str, count: u32) -> (String, String, Vec<Observed>) {
     let target = unique_name(&format!("{label}_dst"));
     create_queue(bed.node("east-1"), &source).await;
     create_queue(bed.node("west-1"), &target).await;
-    fidelity::produce(bed.node("east-1"), &source, &Produce { count, prefix: format!("{label}-"), ..Produce::default() })
-        .await;
+    fidelity::produce(
+        bed.node("east-1"),
+        &source,
+        &Produce { count, prefix: format!("{label}-"), ..Produce::default() },
+    )
+    .await;
     let before = fidelity::browse(bed.node("east-1"), &source).await;
     assert_eq!(before.len(), count as usize);
     (source, target, before)

@@ -4,12 +4,14 @@
 mod conditions;
 mod copy;
 mod crash;
+mod dmq;
 mod faults;
 mod large;
 mod local;
 mod moves;
 mod orphans;
 mod outbound;
+mod paged;
 mod returns;
 mod staging;
 mod support;

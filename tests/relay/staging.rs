@@ -459,9 +459,11 @@ fn poisoned_hash() -> Vec<(String, String)> {
 /// fail), and a refill of 30 messages, a relay rollback and a consume lose none of them.
 #[tokio::test]
 async fn staging_is_explicit_under_a_poisoned_hash() {
-    let broker =
-        ScratchBroker::start_with("staging_poisoned_hash", ScratchOptions { web: true, broker_xml: poisoned_hash(), ..ScratchOptions::default() })
-            .await;
+    let broker = ScratchBroker::start_with(
+        "staging_poisoned_hash",
+        ScratchOptions { web: true, broker_xml: poisoned_hash(), ..ScratchOptions::default() },
+    )
+    .await;
     let node = scratch_node(&broker);
     let mgmt = management_for(&node);
     let hash = mgmt.address_settings("anything").await.unwrap();

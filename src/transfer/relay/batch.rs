@@ -12,6 +12,7 @@
 //! | 3 in-doubt | the batch's staging ids, fenced | messages back in staging; re-sent, duplicates dropped by the target |
 //! | 4 target commit | the target holds the batch | re-sent from staging; the target's duplicate cache drops them |
 //! | 5 source commit | staging no longer holds the batch | reconcile finds them gone: delivered |
+//! | 5b dead-letter (dmq.rs) | poison on a DMQ, out of staging | gone, named by the intent: dead-lettered |
 //! | 6 fenced commit | counters, in-doubt cleared, next job | — |
 //!
 //! The duplicate id of each message is `studio:<run>:<staging message id>` (docs/adr/0005): stable across
@@ -26,10 +27,10 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::ends::NodeAccess;
-use super::guard::{check_target, recheck_before_commit, BatchSize, QueueView, TargetCheck};
+use super::guard::{check_source_heap, check_target, recheck_before_commit, BatchSize, QueueView, TargetCheck};
 use super::spool::{Spool, SpoolFile};
 use super::state::{self, MoveRun, RefillIntent};
-use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use super::{dmq, fault, MoveHandler, Phase, RelayConfig, RelayError};
 use crate::broker::jolokia::{ObjectName, QueueConfig, RoutingType};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::{self, Settings};
@@ -217,7 +218,21 @@ pub async fn relay(
                 ),
             });
         }
-        reconciled = missing.len() as i64;
+        // Ids the dead-letter intent names went to a DMQ in a source transaction that committed (SPEC §4.4; see
+        // dmq.rs): gone from staging, but not delivered. Settled at once, counted with their event in one fenced
+        // write that also takes them out of doubt, so a crash before step 3 cannot count them again.
+        let dead: Vec<i64> = missing.iter().copied().filter(|id| run.relay.dead_letter.contains(id)).collect();
+        run.relay.dead_letter.clear();
+        if !dead.is_empty() {
+            run.relay.in_doubt.retain(|id| !dead.contains(id));
+            run.counters.dead_lettered += dead.len() as i64;
+            let mut tx = ctx.lease.begin().await?;
+            state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+            state::event(tx.conn(), run.id, "dead_lettered", json!({ "staging_ids": dead, "reconciled": true }))
+                .await?;
+            tx.commit_progress().await?;
+        }
+        reconciled = (missing.len() - dead.len()) as i64;
         still_in_doubt = run.relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
         if let Some(intent) = run.relay.refill.take() {
             if intent.ids.is_none() {
@@ -247,8 +262,22 @@ pub async fn relay(
     let own = run.counters.staged - run.counters.delivered - reconciled - run.counters.dead_lettered;
     let depth = held.max(own);
     if !ctx.stop_requested && !run.relay.exhausted && depth < 2 * i64::from(batch_size) {
-        let count = (2 * i64::from(batch_size) - depth) as u32;
-        refill(ctx, &source, &mut run, &staging_queue, count, id_chunk(&settings)).await?;
+        // A filtered scan of a paging source costs the source broker heap it keeps (see guard::check_source_heap):
+        // with the heap nearly full, what staging holds is relayed without a refill, and an empty staging waits.
+        let heap_check = if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
+            check_source_heap(&run.plan.source.display(), source.mgmt.heap().await.ok().flatten())
+        } else {
+            TargetCheck::Go
+        };
+        match heap_check {
+            TargetCheck::Go => {
+                let count = (2 * i64::from(batch_size) - depth) as u32;
+                refill(ctx, &source, &mut run, &staging_queue, count, id_chunk(&settings)).await?;
+            }
+            _ if depth > 0 => {}
+            TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
+            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+        }
     }
     laps.lap("reconcile+refill");
 
@@ -311,7 +340,7 @@ pub async fn relay(
         queue: run.plan.source.queue.clone(),
     };
     let (prepared, missing_original) = outbound_batch(&received, &out_target, &origin, Mode::Move);
-    let (already, one_by_one) = match send_batch(&target_session, &watch, &received, &prepared).await {
+    let sent = match send_batch_proving(&target_session, &watch, &received, &prepared, settings.target_attempts).await {
         Ok(sent) => sent,
         Err(SendFailure::Refused { words, one_by_one }) => {
             // Rolled back on the target: the batch is in staging only (in one-by-one mode the messages before
@@ -337,22 +366,53 @@ pub async fn relay(
         }
         Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
     };
+    let (already, one_by_one) = (sent.already, sent.one_by_one);
     fault::reach("target-commit");
     laps.lap("target-send+commit");
+    let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
+    if !poisoned.is_empty() {
+        // The dead-letter intent, fenced, before any source transaction that could take them out of staging.
+        run.relay.dead_letter = sent.poison.iter().map(|p| batch_ids[p.index]).collect();
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.commit_progress().await?;
+    }
 
-    // 5. Acknowledge the batch from staging and commit the source.
-    for r in &received {
-        consumer.ack(&r.delivery).await?;
+    // 5. Acknowledge the batch (but its proven poison) from staging and commit the source.
+    for (i, r) in received.iter().enumerate() {
+        if !poisoned.contains(&i) {
+            consumer.ack(&r.delivery).await?;
+        }
     }
     session.commit().await?;
     fault::reach("source-commit");
     laps.lap("source-ack+commit");
+    let n = (received.len() - poisoned.len()) as i64;
+    let bytes = bytes - poisoned.iter().map(|&i| received[i].body_len()).sum::<u64>();
+
+    // 5b. The proven poison to a dead message queue, each in its own source transaction (SPEC §4.4).
+    let mut dead = dmq::Outcome::default();
+    if !poisoned.is_empty() {
+        let mut slots: Vec<Option<Received>> = received.into_iter().map(Some).collect();
+        let items = sent.poison.into_iter().filter_map(|p| slots[p.index].take().map(|r| (p, r))).collect();
+        let dmq_ctx = dmq::Context {
+            mode: Mode::Move,
+            origin: &origin,
+            target_fqqn: out_target.fqqn(),
+            target_cluster: &run.plan.target.cluster,
+            target_node: &run.plan.target.node,
+            settings: &settings,
+        };
+        dead = dmq::dead_letter_staged(&source_conn, &session, &mut consumer, spool, config, items, &dmq_ctx).await?;
+        laps.lap("dead-letter");
+    }
 
     // 6. One fenced transaction: counters, in-doubt cleared, this job completed, the next one enqueued.
-    let n = received.len() as i64;
     let ids: HashSet<i64> = batch_ids.iter().copied().collect();
     run.relay.in_doubt = still_in_doubt.into_iter().filter(|id| !ids.contains(id)).collect();
     run.relay.waiting_since = None;
+    run.relay.dead_letter.clear();
+    run.counters.dead_lettered += dead.dead.len() as i64;
     run.counters.delivered += n + reconciled;
     run.counters.delivered_bytes += bytes as i64;
     run.counters.batches += 1;
@@ -374,6 +434,15 @@ pub async fn relay(
     state::set_active_state(tx.conn(), run.id, "running").await?;
     if one_by_one {
         state::event(tx.conn(), run.id, "one_by_one", json!({ "batch": n, "already_on_target": already })).await?;
+    }
+    for settled in &dead.dead {
+        state::event(tx.conn(), run.id, "dead_lettered", settled.event(Mode::Move)).await?;
+    }
+    if let Some(reason) = dead.stop {
+        // A poison message no DMQ accepted is back in staging: what the batch did is recorded, and the run stops.
+        state::event(tx.conn(), run.id, "dead_letter_refused", json!({ "why": reason })).await?;
+        tx.commit_progress().await?;
+        return Ok(Outcome::Stop { reason });
     }
     tx.complete_and_enqueue(&next).await?;
     let committed = tx.commit().await?;
@@ -579,24 +648,54 @@ impl<'a> TargetWatch<'a> {
 /// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still
 /// acceptable after the sends. Artemis rejects a whole transaction that holds one duplicate: then the batch goes
 /// again one message per transaction, each duplicate being a message the target already has. Returns (messages
-/// already on the target, whether it went one by one).
+/// already on the target, whether it went one by one). A message the target refuses on its own is an error here
+/// (the return's settling does not dead-letter); a relay batch uses [`send_batch_proving`].
 pub(crate) async fn send_batch(
     target_session: &artemis_core::Session,
     watch: &TargetWatch<'_>,
     received: &[Received],
     prepared: &[artemis_core::protocol::message::MessageHeaders],
 ) -> Result<(i64, bool), SendFailure> {
+    let sent = send_batch_proving(target_session, watch, received, prepared, 1).await?;
+    match sent.poison.into_iter().next() {
+        Some(refused) => Err(SendFailure::Other(refused.error)),
+        None => Ok((sent.already, sent.one_by_one)),
+    }
+}
+
+/// What a batch's sends achieved.
+pub(crate) struct Sent {
+    /// Messages the target already had (duplicates).
+    pub already: i64,
+    /// Whether the batch went one message per transaction.
+    pub one_by_one: bool,
+    /// Messages proven poison (SPEC §4.4): never committed on the target; the rest of the batch is.
+    pub poison: Vec<dmq::Poison>,
+}
+
+/// [`send_batch`], proving poison (SPEC §4.4): a whole transaction refused for a duplicate or for a refusal that
+/// may be one message's ([`dmq::may_be_poison`]) goes again one message per transaction; there a message the
+/// target refuses on its own is tried `target_attempts` times in all. Only when at least one other message of
+/// the batch was committed meanwhile are the refused ones proven poison (returned in [`Sent::poison`]): a batch
+/// where nothing commits says more about the target than about its messages, and stays a transient failure.
+pub(crate) async fn send_batch_proving(
+    target_session: &artemis_core::Session,
+    watch: &TargetWatch<'_>,
+    received: &[Received],
+    prepared: &[artemis_core::protocol::message::MessageHeaders],
+    target_attempts: u32,
+) -> Result<Sent, SendFailure> {
     let producer = target_session.producer(None);
     let all = async {
         for (r, headers) in received.iter().zip(prepared) {
-            send_one(&producer, r, headers).await.map_err(SendFailure::Other)?;
+            send_target(&producer, r, headers).await.map_err(SendFailure::Other)?;
         }
         watch.check(false).await?;
         target_session.commit().await.map_err(SendFailure::Other)
     };
     match all.await {
-        Ok(()) => return Ok((0, false)),
-        Err(SendFailure::Other(e)) if e.is_duplicate_id() => {
+        Ok(()) => return Ok(Sent { already: 0, one_by_one: false, poison: Vec::new() }),
+        Err(SendFailure::Other(e)) if e.is_duplicate_id() || dmq::may_be_poison(&e) => {
             let _ = target_session.rollback().await;
         }
         Err(SendFailure::Other(e)) if e.is_address_full() => {
@@ -610,34 +709,70 @@ pub(crate) async fn send_batch(
         Err(e) => return Err(e),
     }
     let mut already = 0i64;
-    for (r, headers) in received.iter().zip(prepared) {
-        let single = async {
-            send_one(&producer, r, headers).await.map_err(SendFailure::Other)?;
-            watch.check(true).await?;
-            target_session.commit().await.map_err(SendFailure::Other)
-        };
-        match single.await {
-            Ok(()) => {}
-            Err(SendFailure::Other(e)) if e.is_duplicate_id() => {
-                let _ = target_session.rollback().await;
-                already += 1;
+    let mut committed = 0usize;
+    let mut poison: Vec<dmq::Poison> = Vec::new();
+    for (index, (r, headers)) in received.iter().zip(prepared).enumerate() {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            // (failure, whether it came at the commit)
+            let single = async {
+                send_target(&producer, r, headers).await.map_err(|e| (SendFailure::Other(e), false))?;
+                watch.check(true).await.map_err(|f| (f, false))?;
+                target_session.commit().await.map_err(|e| (SendFailure::Other(e), true))
+            };
+            match single.await {
+                Ok(()) => {
+                    committed += 1;
+                    break;
+                }
+                Err((SendFailure::Other(e), _)) if e.is_duplicate_id() => {
+                    let _ = target_session.rollback().await;
+                    already += 1;
+                    break;
+                }
+                Err((SendFailure::Other(e), _)) if e.is_address_full() => {
+                    let _ = target_session.rollback().await;
+                    return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
+                }
+                Err((refused @ SendFailure::Refused { .. }, _)) => {
+                    let _ = target_session.rollback().await;
+                    return Err(refused);
+                }
+                Err((SendFailure::Other(e), committing)) if dmq::may_be_poison(&e) => {
+                    let _ = target_session.rollback().await;
+                    if attempt >= target_attempts.max(1) {
+                        let reason = dmq::reason_of(&e, committing);
+                        tracing::info!(message = index, attempts = attempt, error = %e, "the target refused a message");
+                        poison.push(dmq::Poison { index, error: e, reason, attempts: attempt });
+                        break;
+                    }
+                }
+                Err((e, _)) => return Err(e),
             }
-            Err(SendFailure::Other(e)) if e.is_address_full() => {
-                let _ = target_session.rollback().await;
-                return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
-            }
-            Err(refused @ SendFailure::Refused { .. }) => {
-                let _ = target_session.rollback().await;
-                return Err(refused);
-            }
-            Err(e) => return Err(e),
         }
     }
-    Ok((already, true))
+    if committed == 0 && !poison.is_empty() {
+        // Nothing around the refused messages was committed: no proof.
+        return Err(SendFailure::Other(poison.swap_remove(0).error));
+    }
+    Ok(Sent { already, one_by_one: true, poison })
+}
+
+/// Sends one message to the target, unless the test seam ([`fault::refusal`]) refuses it as the target would.
+async fn send_target(
+    producer: &artemis_core::Producer,
+    r: &Received,
+    headers: &artemis_core::protocol::message::MessageHeaders,
+) -> Result<(), artemis_core::Error> {
+    if let Some(refused) = fault::refusal(headers) {
+        return Err(refused);
+    }
+    send_one(producer, r, headers).await
 }
 
 /// Sends one received message: from memory, or streamed from its spool file.
-async fn send_one(
+pub(crate) async fn send_one(
     producer: &artemis_core::Producer,
     r: &Received,
     headers: &artemis_core::protocol::message::MessageHeaders,
@@ -832,7 +967,7 @@ pub(crate) async fn wait_for_room(
         tx.commit_progress().await?;
         return Ok(Outcome::Stop {
             reason: format!(
-                "the target had no room for {} s (capacity wait {} s): {why}",
+                "the run waited {} s for room (capacity wait {} s): {why}",
                 waited.num_seconds(),
                 settings.capacity_wait_secs
             ),

@@ -23,9 +23,10 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::batch::{
-    load, load_settings, outbound_batch, send_batch, stop_outcome, target_facts, wait_for_room, Received, SendFailure,
-    TargetWatch,
+    load, load_settings, outbound_batch, send_batch_proving, stop_outcome, target_facts, wait_for_room, Received,
+    SendFailure, TargetWatch,
 };
+use super::dmq;
 use super::ends::NodeAccess;
 use super::guard::{check_target, BatchSize, TargetCheck};
 use super::state;
@@ -174,7 +175,8 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             routing,
         };
         let (prepared, _) = outbound_batch(&received, &out_target, &origin, Mode::Copy);
-        let (already, one_by_one) = match send_batch(&target_session, &watch, &received, &prepared).await {
+        let attempts = settings.target_attempts;
+        let sent = match send_batch_proving(&target_session, &watch, &received, &prepared, attempts).await {
             Ok(sent) => sent,
             Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
             Err(SendFailure::Full(e)) => {
@@ -185,18 +187,47 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             }
             Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
         };
+        let (already, one_by_one) = (sent.already, sent.one_by_one);
         fault::reach("copy-target-commit");
         if target_session.close().await.is_err() {
             // A session the broker did not confirm closing: that connection is not reused.
             target_conn = None;
         }
 
+        // Proven poison to a dead message queue on the source broker (SPEC §4.4): sent there, then recorded in the
+        // ledger with the batch so it is not copied again. A crash between the two re-proves it, and the DMQ
+        // refuses its duplicate id: recorded then (see dmq.rs).
+        let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
+        let mut dead = dmq::Outcome::default();
+        if !poisoned.is_empty() {
+            let dmq_session = source_conn.create_session(SessionOptions::transacted()).await?;
+            let items = sent.poison.into_iter().map(|p| (p.clone(), &received[p.index])).collect();
+            let dmq_ctx = dmq::Context {
+                mode: Mode::Copy,
+                origin: &origin,
+                target_fqqn: out_target.fqqn(),
+                target_cluster: &run.plan.target.cluster,
+                target_node: &run.plan.target.node,
+                settings: &settings,
+            };
+            dead = dmq::dead_letter_browsed(&source_conn, &dmq_session, items, &dmq_ctx).await?;
+            let _ = dmq_session.close().await;
+        }
+        let settled: HashSet<i64> = dead.dead.iter().map(|d| d.received_id).collect();
+
         // Ledger and counters, fenced, in one transaction.
-        let n = received.len() as i64;
-        let ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
+        let n = (received.len() - poisoned.len()) as i64;
+        let poison_bytes: u64 = poisoned.iter().map(|&i| received[i].delivery.message().body.len() as u64).sum();
+        let ids: Vec<i64> = received
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| !poisoned.contains(i) || settled.contains(&r.delivery.message_id()))
+            .map(|(_, r)| r.delivery.message_id())
+            .collect();
         run.relay.waiting_since = None;
         run.counters.delivered += n;
-        run.counters.delivered_bytes += bytes as i64;
+        run.counters.dead_lettered += dead.dead.len() as i64;
+        run.counters.delivered_bytes += (bytes - poison_bytes) as i64;
         run.counters.batches += 1;
         run.counters.already_on_target += already;
         if one_by_one {
@@ -208,6 +239,16 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         state::set_active_state(tx.conn(), run.id, "running").await?;
         if one_by_one {
             state::event(tx.conn(), run.id, "one_by_one", json!({ "batch": n, "already_on_target": already })).await?;
+        }
+        for settled in &dead.dead {
+            state::event(tx.conn(), run.id, "dead_lettered", settled.event(Mode::Copy)).await?;
+        }
+        if let Some(reason) = dead.stop {
+            // The message no DMQ accepted is neither copied nor in the ledger: a resume tries it again.
+            state::event(tx.conn(), run.id, "dead_letter_refused", json!({ "why": reason })).await?;
+            tx.commit_progress().await?;
+            drop(browser);
+            return Ok(Outcome::Stop { reason });
         }
         let stop = tx.stop_requested();
         tx.commit_progress().await?;
@@ -269,7 +310,8 @@ pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, R
             // Everything still visible was browsed and copied: only what the browser could not see is not copied.
             run.counters.not_taken_in_delivery = not.in_delivery as i64;
             run.counters.not_taken_scheduled = not.scheduled as i64;
-            run.counters.selected = Some(run.counters.delivered + run.counters.not_taken());
+            run.counters.selected =
+                Some(run.counters.delivered + run.counters.dead_lettered + run.counters.not_taken());
         }
     }
     let partial = run.counters.not_taken() > 0 || run.counters.dead_lettered > 0;
@@ -286,11 +328,13 @@ pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, R
     .await?;
     let words = partial.then(|| {
         format!(
-            "{} selected messages were not copied ({} in delivery to a consumer, {} scheduled for later, {} gone)",
+            "{} selected messages were not copied ({} in delivery to a consumer, {} scheduled for later, {} gone) and \
+             {} were dead-lettered",
             run.counters.not_taken(),
             run.counters.not_taken_in_delivery,
             run.counters.not_taken_scheduled,
-            run.counters.not_taken_gone
+            run.counters.not_taken_gone,
+            run.counters.dead_lettered
         )
     });
     tx.complete_and_end_run(end, words.as_deref()).await?;

@@ -8,13 +8,23 @@
 //! `source-commit`, `pg-commit` (after the job's fenced commit); `return` (after a return's broker move); and
 //! `local-move` (after the broker's move of a chunk on one node, before its count is written). A copy's
 //! (SPEC §5): `copy-browse` (a batch browsed, nothing sent), `copy-target-commit` (committed on the target, not
-//! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice).
+//! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice). The dead message queue's (SPEC §4.4):
+//! `dmq-commit` (a poison message committed on a DMQ, its batch not yet recorded in Postgres).
+//!
+//! A second seam, for the dead message queue's tests (SPEC §4.4): `ARTEMIS_TRANSFER_FAULT_REFUSE=<property>=<value>`
+//! makes every target send of a message whose property `<property>` reads `<value>` (a string, or an integer
+//! written in decimal) fail as the target broker's refusal would, without sending it: a real poison message is
+//! rare, and the relay must be shown to prove and dead-letter one. Unset in production: [`refusal`] is then
+//! one `OnceLock` read.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// The environment variable naming the fault.
 pub const VAR: &str = "ARTEMIS_TRANSFER_FAULT";
+
+/// The environment variable naming the message the target "refuses" (`<property>=<value>`).
+pub const REFUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_REFUSE";
 
 /// The steps a fault can name.
 pub const STEPS: &[&str] = &[
@@ -29,6 +39,7 @@ pub const STEPS: &[&str] = &[
     "copy-browse",
     "copy-target-commit",
     "copy-ledger",
+    "dmq-commit",
 ];
 
 struct Fault {
@@ -64,4 +75,38 @@ pub fn reach(step: &str) {
             std::process::abort();
         }
     }
+}
+
+fn refuse_configured() -> Option<&'static (String, String)> {
+    static REFUSE: OnceLock<Option<(String, String)>> = OnceLock::new();
+    REFUSE
+        .get_or_init(|| {
+            let spec = std::env::var(REFUSE_VAR).ok()?;
+            match spec.split_once('=') {
+                Some((name, value)) if !name.is_empty() => Some((name.to_string(), value.to_string())),
+                _ => {
+                    eprintln!("{REFUSE_VAR}={spec}: expected <property>=<value>; nothing will be refused");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The test seam's refusal of a target send of a message with these headers, if [`REFUSE_VAR`] names it: a
+/// broker error, as the target's own refusal would read.
+pub fn refusal(headers: &artemis_core::MessageHeaders) -> Option<artemis_core::Error> {
+    let (name, value) = refuse_configured()?;
+    let matches = match headers.property(name)? {
+        artemis_core::PropertyValue::String(s) => s.eq_str(value),
+        other => other.as_i64().is_some_and(|n| n.to_string() == *value),
+    };
+    matches.then(|| {
+        artemis_core::Error::Broker(artemis_core::BrokerError {
+            kind: artemis_core::ExceptionType::GenericException,
+            code: artemis_core::ExceptionType::GenericException.code(),
+            message: Some(format!("{REFUSE_VAR}: the test seam refused the message whose {name} is {value}")),
+            op: "send",
+        })
+    })
 }

@@ -35,7 +35,7 @@ use serde_json::json;
 use super::batch::{create_target_queue, source_queue_mbean, wait_for_room};
 use super::ends::NodeAccess;
 use super::finish::selected_for_not_taken;
-use super::guard::{check_target, BatchSize, TargetCheck};
+use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::state::{self, MoveRun, RefillIntent};
 use super::{fault, MoveHandler, Phase, RelayError};
 use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
@@ -125,6 +125,14 @@ pub async fn local_move(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, Re
         TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
         TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
         TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
+    }
+    // The broker's filtered move over a paging queue keeps in its heap what the scan passes over.
+    if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
+        match check_source_heap(&run.plan.source.display(), node.mgmt.heap().await.ok().flatten()) {
+            TargetCheck::Go => {}
+            TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
+            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+        }
     }
 
     let moved = match &run.plan.selection {

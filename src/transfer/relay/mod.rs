@@ -18,10 +18,11 @@
 //!
 //! Parts: [`state`] (what the run row keeps), [`ends`] (live endpoints by NodeID), [`guard`] (the target
 //! re-check, pure), [`batch`] (one relay batch), [`finish`], [`local`] (a move on one node), [`spool`] (large
-//! bodies on disk), [`fault`] (the crash-test seam).
+//! bodies on disk), [`dmq`] (the dead message queue for proven poison), [`fault`] (the crash-test seam).
 
 pub mod batch;
 pub mod copy;
+pub mod dmq;
 pub mod ends;
 pub mod fault;
 pub mod finish;

@@ -33,6 +33,10 @@ pub struct RelayState {
     /// A move on one node: ids whose `moveMessage` failed with an error (not a "not found"), handed to the
     /// broker again before the cursor moves on. A failed call moved nothing: the broker's move is per message.
     pub retry_ids: Vec<i64>,
+    /// Staging ids about to be dead-lettered (SPEC §4.4), recorded before the source transaction that sends them
+    /// to a dead message queue and acknowledges them from staging: an in-doubt id gone from staging that is named
+    /// here was dead-lettered, not delivered (see `dmq`'s module doc).
+    pub dead_letter: Vec<i64>,
 }
 
 /// A refill's intent (SPEC §4.1): recorded, fenced, before the broker's move.
@@ -113,6 +117,9 @@ pub struct MoveRun {
     pub state: String,
     /// Whether the preview found the target queue missing, to be created by the run.
     pub create_target: bool,
+    /// Whether the preview found the source paging (`source-paged`): a filtered refill then makes the broker read
+    /// page files back into its heap, so each refill first looks at the source broker's heap.
+    pub source_paged: bool,
     /// The preview's selection size, when it was known.
     pub selection_size: Option<i64>,
     /// Why the run was asked to stop, when it was.
@@ -163,12 +170,15 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateErr
     let relay = serde_json::from_value(row.relay).map_err(|source| StateError::Decode { column: "relay", source })?;
     let counters =
         serde_json::from_value(row.counters).map_err(|source| StateError::Decode { column: "counters", source })?;
-    let create_target = row
-        .preview
-        .as_ref()
-        .and_then(|p| p.get("findings"))
-        .and_then(|f| f.as_array())
-        .is_some_and(|f| f.iter().any(|x| x.get("code").and_then(|c| c.as_str()) == Some("target-queue-created")));
+    let found = |code: &str| {
+        row.preview
+            .as_ref()
+            .and_then(|p| p.get("findings"))
+            .and_then(|f| f.as_array())
+            .is_some_and(|f| f.iter().any(|x| x.get("code").and_then(|c| c.as_str()) == Some(code)))
+    };
+    let create_target = found("target-queue-created");
+    let source_paged = found("source-paged");
     let selection_size = row.preview.as_ref().and_then(|p| p.get("selection_size")).and_then(|v| v.as_i64());
     Ok(MoveRun {
         id: row.id,
@@ -178,6 +188,7 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateErr
         staging_queue: row.staging_queue,
         state: row.state,
         create_target,
+        source_paged,
         selection_size,
         stop_reason: row.stop_reason,
     })
@@ -265,6 +276,7 @@ mod tests {
             not_moved: vec![9],
             finish_rechecks: 1,
             retry_ids: vec![11],
+            dead_letter: vec![4],
         };
         let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();
         assert_eq!(back, relay);
