@@ -143,6 +143,12 @@ impl Error {
         self.broker_code() == Some(ExceptionType::AddressFull)
     }
 
+    /// `true` when a flow-controlled send waited its whole timeout for producer credits: the address is full and
+    /// blocks its producers (the BLOCK policy withholds credits until it has room, §8.6).
+    pub fn is_producer_blocked(&self) -> bool {
+        matches!(self, Error::Timeout { op, .. } if *op == crate::producer::CREDITS_OP)
+    }
+
     /// `true` when the queue already exists (code 101).
     pub fn is_queue_exists(&self) -> bool {
         self.broker_code() == Some(ExceptionType::QueueExists)

@@ -53,6 +53,9 @@ impl SendConfirmation {
     }
 }
 
+/// The operation named by the timeout of a send that waited for producer credits ([`Error::is_producer_blocked`]).
+pub(crate) const CREDITS_OP: &str = "producer credits";
+
 /// Producer flow control settings (§8.6).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FlowControl {
@@ -112,7 +115,7 @@ impl Producer {
                 let event = match tokio::time::timeout(flow.timeout, credits.events.recv()).await {
                     Ok(Some(event)) => event,
                     Ok(None) => return Err(self.session.ended()),
-                    Err(_) => return Err(Error::Timeout { op: "producer credits", after: flow.timeout }),
+                    Err(_) => return Err(Error::Timeout { op: CREDITS_OP, after: flow.timeout }),
                 };
                 match event {
                     ProducerCreditEvent::Granted { address: a, credits: n } => {

@@ -362,7 +362,7 @@ pub async fn relay(
                 // The target transaction was rolled back whole: the batch is not in doubt any more.
                 run.relay.in_doubt = still_in_doubt;
             }
-            return wait_for_room(ctx, &mut run, &settings, format!("the target refused a send: {}", e.error)).await;
+            return wait_for_room(ctx, &mut run, &settings, full_words(&e)).await;
         }
         Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
     };
@@ -685,7 +685,15 @@ pub(crate) async fn send_batch_proving(
     prepared: &[artemis_core::protocol::message::MessageHeaders],
     target_attempts: u32,
 ) -> Result<Sent, SendFailure> {
-    let producer = target_session.producer(None);
+    // Flow-controlled like any Core producer (§8.6): an address that blocks its producers when full (BLOCK) is
+    // honoured — without credits the broker would take the sends past its max-size-bytes — and one that stays
+    // blocked for TARGET_CREDIT_WAIT counts as full (rolled back, and the run waits for room).
+    let producer = match prepared.first().and_then(|h| h.address.as_ref()) {
+        Some(fqqn) => {
+            target_session.producer_with_flow_control(&fqqn.to_string_lossy(), TARGET_CREDIT_WINDOW, TARGET_CREDIT_WAIT)
+        }
+        None => target_session.producer(None),
+    };
     let all = async {
         for (r, headers) in received.iter().zip(prepared) {
             send_target(&producer, r, headers).await.map_err(SendFailure::Other)?;
@@ -698,7 +706,7 @@ pub(crate) async fn send_batch_proving(
         Err(SendFailure::Other(e)) if e.is_duplicate_id() || dmq::may_be_poison(&e) => {
             let _ = target_session.rollback().await;
         }
-        Err(SendFailure::Other(e)) if e.is_address_full() => {
+        Err(SendFailure::Other(e)) if target_full(&e) => {
             let _ = target_session.rollback().await;
             return Err(SendFailure::Full(Full { error: e, one_by_one: false }));
         }
@@ -731,7 +739,7 @@ pub(crate) async fn send_batch_proving(
                     already += 1;
                     break;
                 }
-                Err((SendFailure::Other(e), _)) if e.is_address_full() => {
+                Err((SendFailure::Other(e), _)) if target_full(&e) => {
                     let _ = target_session.rollback().await;
                     return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
                 }
@@ -769,6 +777,30 @@ async fn send_target(
         return Err(refused);
     }
     send_one(producer, r, headers).await
+}
+
+/// Producer credits the relay asks the target for at a time (the Java client's default producer window).
+const TARGET_CREDIT_WINDOW: u32 = 64 * 1024;
+
+/// How long a send waits for producer credits before its target address counts as full.
+const TARGET_CREDIT_WAIT: Duration = Duration::from_secs(10);
+
+/// The target has no room: full under FAIL (refused), or under BLOCK (no credits in [`TARGET_CREDIT_WAIT`]).
+fn target_full(e: &artemis_core::Error) -> bool {
+    e.is_address_full() || e.is_producer_blocked()
+}
+
+/// Why the run waits after the target refused room, in words.
+pub(crate) fn full_words(e: &Full) -> String {
+    if e.error.is_producer_blocked() {
+        format!(
+            "the target address is full and blocks its producers (address-full-policy BLOCK): no producer credits \
+             within {} s",
+            TARGET_CREDIT_WAIT.as_secs()
+        )
+    } else {
+        format!("the target refused a send: {}", e.error)
+    }
 }
 
 /// Sends one received message: from memory, or streamed from its spool file.

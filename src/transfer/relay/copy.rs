@@ -23,8 +23,8 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::batch::{
-    load, load_settings, outbound_batch, send_batch_proving, stop_outcome, target_facts, wait_for_room, Received,
-    SendFailure, TargetWatch,
+    full_words, load, load_settings, outbound_batch, send_batch_proving, stop_outcome, target_facts, wait_for_room,
+    Received, SendFailure, TargetWatch,
 };
 use super::dmq;
 use super::ends::NodeAccess;
@@ -182,8 +182,7 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             Err(SendFailure::Full(e)) => {
                 // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
                 // target's duplicate cache.
-                return wait_for_room(ctx, &mut run, &settings, format!("the target refused a send: {}", e.error))
-                    .await;
+                return wait_for_room(ctx, &mut run, &settings, full_words(&e)).await;
             }
             Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
         };

@@ -83,7 +83,13 @@ async fn full_address_under_block_policy_times_out_a_flow_controlled_send() {
         }
     }
     let err = outcome.expect_err("no credits for a full address");
-    assert!(err.is_timeout() && !err.is_connection_lost(), "{err:?}");
+    assert!(err.is_timeout() && err.is_producer_blocked() && !err.is_connection_lost(), "{err:?}");
+    // Credits asked for an FQQN `address::queue` are the address's (the broker's paging manager takes the address
+    // part): a full address blocks a producer bound to one of its queues too.
+    let fqqn = format!("{queue}::{queue}");
+    let by_queue = session.producer_with_flow_control(&fqqn, 4096, Duration::from_secs(2));
+    let err = by_queue.send(&two_kib(&fqqn, "fqqn")).await.expect_err("no credits for a full address by FQQN");
+    assert!(err.is_producer_blocked(), "{err:?}");
     assert!(session.queue_query(&queue).await.expect("still usable").is_some());
     conn.close().await.expect("close");
     jolokia.remove_address_settings(&queue).await.expect("remove settings");
