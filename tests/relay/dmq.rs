@@ -190,6 +190,39 @@ async fn dmq_a_poison_message_among_1000_is_dead_lettered_with_its_reasons_and_t
     destroy(bed.node("west-1"), &[&target]).await;
 }
 
+/// The selection's last message is the poison, and it is received alone (21 messages in batches of 10): the
+/// messages this run already committed to the target are the ones around it, so it is proven and dead-lettered
+/// rather than stalling the run.
+#[tokio::test]
+async fn dmq_a_poison_message_alone_in_the_last_batch_is_dead_lettered() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let (source, target, prefix, before) = setup("dmq_lone", 21).await;
+    let poison_id = format!("{prefix}20");
+    let mut world = World::new("dmq_lone", &[("batch_size", json!(10)), ("dmq_send_interval_secs", json!(1))]).await;
+    let refuse = format!("payload_id={poison_id}");
+    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let run = stored.run_id;
+    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    assert_eq!(state, "partial", "{counters:?}");
+    assert_eq!((counters.delivered, counters.dead_lettered), (20, 1), "{counters:?}");
+    assert!(counters.batches >= 2, "{counters:?}");
+
+    let others: Vec<String> = ids_of(&before).into_iter().filter(|id| *id != poison_id).collect();
+    let on_target = census(bed.node("west-1"), &target).await;
+    let dmq = census_of(&mine(east, BUILT_IN, &prefix).await);
+    assert_exactly_once(&others, &on_target, &[&dmq, &census(east, &source).await]);
+    assert_eq!(dmq, BTreeMap::from([(poison_id.clone(), 1)]), "the DMQ holds {dmq:?}");
+
+    clear_built_in(east, run).await;
+    destroy(east, &[&source]).await;
+    destroy(bed.node("west-1"), &[&target]).await;
+}
+
 #[tokio::test]
 async fn dmq_a_chain_whose_first_queues_refuse_falls_through_to_the_next() {
     let bed = TestBed::require().await;

@@ -340,7 +340,10 @@ pub async fn relay(
         queue: run.plan.source.queue.clone(),
     };
     let (prepared, missing_original) = outbound_batch(&received, &out_target, &origin, Mode::Move);
-    let sent = match send_batch_proving(&target_session, &watch, &received, &prepared, settings.target_attempts).await {
+    let accepted_before = run.counters.delivered > 0;
+    let attempts = settings.target_attempts;
+    let sent = match send_batch_proving(&target_session, &watch, &received, &prepared, attempts, accepted_before).await
+    {
         Ok(sent) => sent,
         Err(SendFailure::Refused { words, one_by_one }) => {
             // Rolled back on the target: the batch is in staging only (in one-by-one mode the messages before
@@ -656,7 +659,7 @@ pub(crate) async fn send_batch(
     received: &[Received],
     prepared: &[artemis_core::protocol::message::MessageHeaders],
 ) -> Result<(i64, bool), SendFailure> {
-    let sent = send_batch_proving(target_session, watch, received, prepared, 1).await?;
+    let sent = send_batch_proving(target_session, watch, received, prepared, 1, false).await?;
     match sent.poison.into_iter().next() {
         Some(refused) => Err(SendFailure::Other(refused.error)),
         None => Ok((sent.already, sent.one_by_one)),
@@ -677,13 +680,17 @@ pub(crate) struct Sent {
 /// may be one message's ([`dmq::may_be_poison`]) goes again one message per transaction; there a message the
 /// target refuses on its own is tried `target_attempts` times in all. Only when at least one other message of
 /// the batch was committed meanwhile are the refused ones proven poison (returned in [`Sent::poison`]): a batch
-/// where nothing commits says more about the target than about its messages, and stays a transient failure.
+/// where nothing commits says more about the target than about its messages, and stays a transient failure. A
+/// batch of **one** has no other message: there the messages this run already committed to the target
+/// (`accepted_before`) are the ones around it, so a lone message at the end of a selection is not left to stall
+/// the run.
 pub(crate) async fn send_batch_proving(
     target_session: &artemis_core::Session,
     watch: &TargetWatch<'_>,
     received: &[Received],
     prepared: &[artemis_core::protocol::message::MessageHeaders],
     target_attempts: u32,
+    accepted_before: bool,
 ) -> Result<Sent, SendFailure> {
     // Flow-controlled like any Core producer (§8.6): an address that blocks its producers when full (BLOCK) is
     // honoured — without credits the broker would take the sends past its max-size-bytes — and one that stays
@@ -760,7 +767,8 @@ pub(crate) async fn send_batch_proving(
             }
         }
     }
-    if committed == 0 && !poison.is_empty() {
+    let lone_after_others = received.len() == 1 && accepted_before;
+    if committed == 0 && !poison.is_empty() && !lone_after_others {
         // Nothing around the refused messages was committed: no proof.
         return Err(SendFailure::Other(poison.swap_remove(0).error));
     }

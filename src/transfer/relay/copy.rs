@@ -176,16 +176,18 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         };
         let (prepared, _) = outbound_batch(&received, &out_target, &origin, Mode::Copy);
         let attempts = settings.target_attempts;
-        let sent = match send_batch_proving(&target_session, &watch, &received, &prepared, attempts).await {
-            Ok(sent) => sent,
-            Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
-            Err(SendFailure::Full(e)) => {
-                // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
-                // target's duplicate cache.
-                return wait_for_room(ctx, &mut run, &settings, full_words(&e)).await;
-            }
-            Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
-        };
+        let accepted_before = run.counters.delivered > 0;
+        let sent =
+            match send_batch_proving(&target_session, &watch, &received, &prepared, attempts, accepted_before).await {
+                Ok(sent) => sent,
+                Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
+                Err(SendFailure::Full(e)) => {
+                    // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
+                    // target's duplicate cache.
+                    return wait_for_room(ctx, &mut run, &settings, full_words(&e)).await;
+                }
+                Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
+            };
         let (already, one_by_one) = (sent.already, sent.one_by_one);
         fault::reach("copy-target-commit");
         if target_session.close().await.is_err() {
