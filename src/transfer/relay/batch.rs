@@ -176,9 +176,14 @@ pub async fn relay(
 
     // 1. Guard: both ends re-resolved by NodeID (a failover moves the run to the new live node); the target
     // re-checked in one batched request.
-    let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+    // The two ends are on different nodes: their reads go out together.
+    let (source, target) = tokio::join!(
+        NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends),
+        target_facts(h, ctx, &run)
+    );
+    let source = source?;
+    let (target, facts) = target?;
     laps.lap("resolve");
-    let (target, facts) = target_facts(h, ctx, &run).await?;
     let average = if run.counters.delivered > 0 { run.counters.delivered_bytes / run.counters.delivered } else { 1024 };
     let estimate = BatchSize {
         messages: i64::from(batch_size),
