@@ -28,13 +28,24 @@ async fn a_node_gets_its_rate_and_then_a_wait() {
     assert_eq!(permit(&db.pool, "east-1", 1.0).await.unwrap(), 0.0);
 }
 
+/// A request costing more than the bucket holds (a batch of reads at a low node rate) is granted from a full
+/// bucket, which then owes the difference: the next call waits until the debt is repaid at the rate (migration
+/// 0006). A cost must be positive.
 #[tokio::test]
-async fn a_cost_above_the_bucket_is_refused_not_waited_for() {
+async fn a_cost_above_the_bucket_is_granted_from_a_full_bucket_and_repaid() {
     let db = support::db("permit_too_big").await;
-    let e = permit(&db.pool, "east-1", 21.0).await.expect_err("20/s default: 21 can never be granted");
-    assert_eq!(e.as_database_error().and_then(|d| d.code()).as_deref(), Some("P0001"), "{e}");
-    assert!(permit(&db.pool, "east-1", 0.0).await.is_err(), "a cost must be positive");
-    assert_eq!(permit(&db.pool, "west-1", 2.0).await.unwrap(), 0.0);
+    settings::set(&db.pool, "node_calls_per_second", 4.into(), "test").await.unwrap();
+    assert_eq!(permit(&db.pool, "east-1", 6.0).await.unwrap(), 0.0, "a full bucket of 4 grants a cost of 6");
+    let wait = permit(&db.pool, "east-1", 1.0).await.unwrap();
+    // The bucket owes 2: one more token needs 3 to be refilled, 0.75 s at 4/s (less the time passed).
+    assert!(wait > 0.6 && wait <= 0.75, "the next call waits for the debt and its own token: {wait}");
+    // A big request waits for a full bucket, then goes.
+    assert!(permit(&db.pool, "west-1", 3.0).await.unwrap() == 0.0);
+    let wait = permit(&db.pool, "west-1", 9.0).await.unwrap();
+    assert!(wait > 0.6 && wait <= 0.75, "9 at 4/s waits for a full bucket (3 more tokens): {wait}");
+    tokio::time::sleep(std::time::Duration::from_secs_f64(wait + 0.02)).await;
+    assert_eq!(permit(&db.pool, "west-1", 9.0).await.unwrap(), 0.0);
+    assert!(permit(&db.pool, "east-2", 0.0).await.is_err(), "a cost must be positive");
 }
 
 /// Concurrent callers share one bucket: twenty callers at once against 10/s get exactly ten grants.

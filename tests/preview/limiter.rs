@@ -20,7 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 use super::cli::{codes, Cli};
 
 /// The node rate for this test (the bucket holds as many tokens: its burst). At least the costliest preview's
-/// batch (a filter's: 6 reads), which the bucket must be able to hold at once.
+/// batch (a filter's: 6 reads): a bigger one is granted from a full bucket in debt (migration 0006), which would
+/// exceed the burst this test holds the node to.
 const RATE: f64 = 6.0;
 
 /// How late a call may reach the proxy after its permit was granted (process scheduling on a busy machine):

@@ -152,8 +152,8 @@ pub async fn local_move(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, Re
     Ok(Outcome::Committed(tx.commit().await?))
 }
 
-/// How many ids one batched management request moves: a batched request costs one permit per entry, and the
-/// per-node bucket refuses a cost above its rate, so half of it keeps room for the other calls.
+/// How many ids one batched management request moves: a batched request costs one permit per entry, and one over
+/// the per-node rate would wait for a full bucket and leave it in debt, so half of it keeps room for the other calls.
 fn id_chunk(settings: &Settings) -> usize {
     ((settings.node_calls_per_second / 2.0).floor() as usize).clamp(1, 50)
 }
