@@ -15,7 +15,8 @@ use crate::jobs::model::{JobRow, JobState, RunId};
 /// `admin` options.
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
-    /// Who acts: needs an admin grant (SPEC §9); recorded in the audit trail (default: `$USER@host`).
+    /// Who acts: needs an admin grant (SPEC §9); recorded in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR,
+    /// else `$USER@host`).
     #[arg(long, visible_alias = "as", env = "ARTEMIS_TRANSFER_ACTOR")]
     pub actor: Option<String>,
     /// Print JSON lines instead of text.
@@ -70,7 +71,7 @@ pub enum AdminCommand {
 
 /// Runs an admin action and prints its result.
 pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
-    let actor = Actor(args.actor.unwrap_or_else(default_actor));
+    let actor = Actor(actor(args.actor, std::env::var("ARTEMIS_TRANSFER_OPERATOR").ok()));
     if let Some(refused) = super::grant::authorise_admin(pool, &actor.0, &args.command).await? {
         return Ok(refused);
     }
@@ -122,6 +123,16 @@ pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Who acts: the name given (`--actor`/`--as` or ARTEMIS_TRANSFER_ACTOR), else `operator_env`
+/// (ARTEMIS_TRANSFER_OPERATOR: the name the operator's grants are under, as for every other command), else
+/// `$USER@host`. A blank name is no name. Shared by `admin …` and `settings`.
+pub(crate) fn actor(named: Option<String>, operator_env: Option<String>) -> String {
+    named
+        .filter(|n| !n.trim().is_empty())
+        .or(operator_env.filter(|o| !o.trim().is_empty()))
+        .unwrap_or_else(default_actor)
 }
 
 /// The operator acting, for the audit trail: `$USER@host`.

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use sqlx::PgPool;
 
-use crate::cli::admin::default_actor;
+use crate::cli::admin::actor;
 use crate::cli::grant::{authorise_admin_on, Authorised};
 use crate::cli::CliError;
 use crate::jobs::admin::{self, Actor};
@@ -85,16 +85,6 @@ pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError
     Ok(ExitCode::SUCCESS)
 }
 
-/// Who acts: the name given (`--actor`/`--as`/`--operator` or ARTEMIS_TRANSFER_ACTOR), else `operator_env`
-/// (ARTEMIS_TRANSFER_OPERATOR: the name the operator's grants are under, as for every other command), else
-/// `$USER@host`. A blank name is no name.
-fn actor(named: Option<String>, operator_env: Option<String>) -> String {
-    named
-        .filter(|n| !n.trim().is_empty())
-        .or(operator_env.filter(|o| !o.trim().is_empty()))
-        .unwrap_or_else(default_actor)
-}
-
 /// `batch_size: 200 -> 500 (200 was set by … at …)`.
 fn describe(changed: &Changed) -> String {
     let old = changed.old.as_ref().map_or_else(|| "not set".to_owned(), shown);
@@ -143,6 +133,7 @@ fn shown(value: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::admin::default_actor;
     use serde_json::json;
 
     #[test]
