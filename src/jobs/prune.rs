@@ -7,10 +7,11 @@
 //!   interrupted or failed without ever recording a staging queue (nothing was ever moved into one: the relay
 //!   records the queue before its first refill; an empty queue a failed prepare left on the broker becomes an
 //!   orphan, which `orphans` lists and removes);
+//! - a preview never executed whose preview expired before `before` (an expired preview can never start);
 //! - jobs that finished before `before` of a run kept because it ended later, when it ended with its staging
 //!   removed (a resumable run keeps its whole history, so a resume continues its sequence).
 //!
-//! What never goes: a live run (previewed, queued, running, waiting, returning — or any run that still has a
+//! What never goes: a live run (previewed and not yet expired, queued, running, waiting, returning — or any run that still has a
 //! live job or a slot); a stopped, interrupted or failed run that names its staging queue, however old (it
 //! may be resumed or returned, and its row is what ties the staging queue on the broker to it); and the
 //! `audit` table, which is kept whole — its rows outlive the runs they name.

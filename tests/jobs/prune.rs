@@ -215,6 +215,30 @@ async fn a_live_run_is_kept_however_old() {
     }
 }
 
+/// Previews never executed: one whose preview expired before the cut-off goes (it can never start); one that
+/// expired since, and one without an expiry, stay.
+#[tokio::test]
+async fn a_preview_that_expired_before_the_cut_off_goes() {
+    let db = support::db("prune_previews").await;
+    let (long_expired, recently_expired, no_expiry) = (RunId::new(), RunId::new(), RunId::new());
+    for run in [long_expired, recently_expired, no_expiry] {
+        runs::create(&db.pool, run, Some("test")).await.unwrap();
+    }
+    for (run, days) in [(long_expired, 40), (recently_expired, 10)] {
+        sqlx::query("UPDATE transfer_run SET preview_expires_at = now() - make_interval(days => $2) WHERE id = $1")
+            .bind(run.0)
+            .bind(days)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+    }
+    let pruned = admin::prune(&db.pool, &Actor("ops@test".into()), DAY * 30).await.unwrap();
+    assert_eq!(pruned.runs, 1, "{pruned:?}");
+    assert!(!exists(&db.pool, long_expired).await, "a preview expired 40 days ago goes");
+    assert!(exists(&db.pool, recently_expired).await, "a preview expired 10 days ago stays (30 days kept)");
+    assert!(exists(&db.pool, no_expiry).await, "a preview without an expiry stays");
+}
+
 /// Many replicas prune at once (scheduled ones skip while another holds the lock, admin ones wait): none
 /// fails, and every old run is deleted exactly once — more runs than one transaction takes, so the prunes'
 /// transactions interleave.

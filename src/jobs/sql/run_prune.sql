@@ -4,8 +4,9 @@
 -- A run holds no staging when it ended with its staging removed (succeeded, partial, returned), or when it
 -- ended without ever recording one (stopped, interrupted or failed with staging_queue NULL: nothing was ever
 -- moved into staging, since the relay records the queue before its first refill). A stopped, interrupted or
--- failed run that names its staging queue may be resumed or returned: it is never deleted, however old. Live
--- runs (previewed, queued, running, waiting, returning) are never deleted: the state list says so, and a run
+-- failed run that names its staging queue may be resumed or returned: it is never deleted, however old. A
+-- preview never executed goes once it expired before $1 (execute refuses an expired preview, so it can never
+-- start; one without an expiry is kept). Live runs (queued, running, waiting, returning) are never deleted: the state list says so, and a run
 -- that still has a live job or a slot is skipped too, whatever its state says. Runs another transaction holds
 -- (a resume, a requeue) are skipped (SKIP LOCKED) and taken at a later prune.
 --
@@ -15,12 +16,13 @@
 WITH doomed AS (
     SELECT r.id
     FROM transfer_run r
-    WHERE r.ended_at < $1
-      AND r.state IN ('succeeded', 'partial', 'returned', 'stopped', 'interrupted', 'failed')
-      AND (r.staging_queue IS NULL OR r.state IN ('succeeded', 'partial', 'returned'))
+    WHERE ((r.ended_at < $1
+            AND r.state IN ('succeeded', 'partial', 'returned', 'stopped', 'interrupted', 'failed')
+            AND (r.staging_queue IS NULL OR r.state IN ('succeeded', 'partial', 'returned')))
+           OR (r.state = 'previewed' AND r.preview_expires_at < $1))
       AND NOT EXISTS (SELECT 1 FROM job j WHERE j.run_id = r.id AND j.state IN ('pending', 'running'))
       AND NOT EXISTS (SELECT 1 FROM run_slot s WHERE s.run_id = r.id)
-    ORDER BY r.ended_at
+    ORDER BY coalesce(r.ended_at, r.preview_expires_at)
     LIMIT $2
     FOR UPDATE OF r SKIP LOCKED
 ), jobs AS (
