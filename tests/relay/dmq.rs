@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use artemis_transfer::registry::discover::{discover, Seed};
 use artemis_transfer::registry::{store, Cluster, Credentials};
+use artemis_transfer::transfer::relay::state::Counters;
 use artemis_transfer::transfer::{actions, Selection};
 use serde_json::{json, Value};
 use testbed::fidelity::{self, Observed, Produce};
@@ -86,6 +87,27 @@ fn staging_of(run: Uuid) -> String {
     format!("studio.transfer.{run}")
 }
 
+/// A whole-queue move from `source` on east-1 to `target` on west-1 under `settings`, by one worker whose target
+/// refuses the message with payload id `poison` (the seam); waits until the run is in one of `states`. Returns the
+/// world, the run, its state and its counters.
+async fn move_with_poison(
+    label: &str,
+    settings: &[(&str, Value)],
+    (source, target): (&str, &str),
+    poison: &str,
+    states: &[&str],
+) -> (World, Uuid, String, Counters) {
+    let mut world = World::new(label, settings).await;
+    let refuse = format!("payload_id={poison}");
+    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", source), queue_ref("west", "west-1", target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let (state, counters) = world.wait_run(stored.run_id, states, RUN_LIMIT).await;
+    (world, stored.run_id, state, counters)
+}
+
 /// Removes this run's messages from the shared built-in DMQ (other tests use it too).
 async fn clear_built_in(node: &Node, run: Uuid) {
     let j = Jolokia::new(node);
@@ -151,15 +173,14 @@ async fn dmq_a_poison_message_among_1000_is_dead_lettered_with_its_reasons_and_t
     let dmq_before = mine(east, BUILT_IN, &prefix).await;
     assert!(dmq_before.is_empty());
 
-    let mut world = World::new("dmq_poison", &[("batch_size", json!(100)), ("dmq_send_interval_secs", json!(1))]).await;
-    let refuse = format!("payload_id={poison_id}");
-    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
-    world.execute(&stored).await;
-    let run = stored.run_id;
-    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    let (world, run, state, counters) = move_with_poison(
+        "dmq_poison",
+        &[("batch_size", json!(100)), ("dmq_send_interval_secs", json!(1))],
+        (&source, &target),
+        &poison_id,
+        &["partial", "succeeded"],
+    )
+    .await;
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!((counters.delivered, counters.dead_lettered, counters.selected), (999, 1, Some(1000)), "{counters:?}");
 
@@ -199,15 +220,14 @@ async fn dmq_a_poison_message_alone_in_the_last_batch_is_dead_lettered() {
     let east = bed.node("east-1");
     let (source, target, prefix, before) = setup("dmq_lone", 21).await;
     let poison_id = format!("{prefix}20");
-    let mut world = World::new("dmq_lone", &[("batch_size", json!(10)), ("dmq_send_interval_secs", json!(1))]).await;
-    let refuse = format!("payload_id={poison_id}");
-    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
-    world.execute(&stored).await;
-    let run = stored.run_id;
-    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    let (_world, run, state, counters) = move_with_poison(
+        "dmq_lone",
+        &[("batch_size", json!(10)), ("dmq_send_interval_secs", json!(1))],
+        (&source, &target),
+        &poison_id,
+        &["partial", "succeeded"],
+    )
+    .await;
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!((counters.delivered, counters.dead_lettered), (20, 1), "{counters:?}");
     assert!(counters.batches >= 2, "{counters:?}");
@@ -257,15 +277,8 @@ async fn dmq_a_chain_whose_first_queues_refuse_falls_through_to_the_next() {
         ("dmq_send_attempts", json!(2)),
         ("dmq_send_interval_secs", json!(1)),
     ];
-    let mut world = World::new("dmq_chain", &settings).await;
-    let refuse = format!("payload_id={poison_id}");
-    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
-    world.execute(&stored).await;
-    let run = stored.run_id;
-    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    let (world, run, state, counters) =
+        move_with_poison("dmq_chain", &settings, (&source, &target), &poison_id, &["partial", "succeeded"]).await;
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!((counters.delivered, counters.dead_lettered), (199, 1), "{counters:?}");
 
@@ -305,15 +318,8 @@ async fn dmq_no_queue_accepting_stops_the_run_with_the_message_in_staging_and_it
     let poison_id = format!("{prefix}120");
     let missing = unique_name("dmq_nowhere");
     let settings = [("batch_size", json!(50)), ("dmq_chain", json!([missing])), ("dmq_send_interval_secs", json!(1))];
-    let mut world = World::new("dmq_none", &settings).await;
-    let refuse = format!("payload_id={poison_id}");
-    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
-    world.execute(&stored).await;
-    let run = stored.run_id;
-    let (_, counters) = world.wait_run(run, &["stopped"], RUN_LIMIT).await;
+    let (world, run, _, counters) =
+        move_with_poison("dmq_none", &settings, (&source, &target), &poison_id, &["stopped"]).await;
     let (_, reason, _) = run_words(&world, run).await;
     let reason = reason.unwrap_or_default();
     eprintln!("dmq none: stopped: {reason}; {counters:?}");
@@ -620,15 +626,8 @@ async fn dmq_a_large_poison_message_reaches_the_next_dmq_byte_equal_after_a_refu
         ("dmq_send_attempts", json!(2)),
         ("dmq_send_interval_secs", json!(1)),
     ];
-    let mut world = World::new("dmq_large", &settings).await;
-    let refuse = format!("payload_id={poison_id}");
-    world.spawn_worker("w1", &[(REFUSE, &refuse)]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
-    world.execute(&stored).await;
-    let run = stored.run_id;
-    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    let (world, run, state, counters) =
+        move_with_poison("dmq_large", &settings, (&source, &target), &poison_id, &["partial", "succeeded"]).await;
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!((counters.delivered, counters.dead_lettered), (59, 1), "{counters:?}");
 
