@@ -306,7 +306,7 @@ pub fn summary(c: &Counters) -> String {
     let selected = c.selected.map_or("unknown until the end".to_string(), |s| s.to_string());
     let mut words = format!(
         "selected   {selected}\ndelivered  {} ({} bytes, {} batches)\nnot taken  {} (in delivery {}, scheduled {}, gone {})\n\
-         dead-lettered {}\nreturned   {}",
+         to a DMQ   {}{}\nreturned   {}",
         c.delivered,
         c.delivered_bytes,
         c.batches,
@@ -315,6 +315,7 @@ pub fn summary(c: &Counters) -> String {
         c.not_taken_scheduled,
         c.not_taken_gone,
         c.dead_lettered,
+        if c.dead_lettered > 0 { " (proven poison: on the source broker's dead message queue)" } else { "" },
         c.returned
     );
     if c.already_on_target > 0 || c.one_by_one_batches > 0 {
