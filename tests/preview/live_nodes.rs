@@ -6,7 +6,6 @@
 use std::time::{Duration, Instant};
 
 use artemis_transfer::broker::jolokia::QueueConfig;
-use serde_json::json;
 use testbed::fidelity::{self, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::scratch::{ScratchBroker, ScratchOptions};
@@ -196,18 +195,10 @@ async fn a_paging_source_needs_acknowledgement_for_filters_and_ids() {
     let judge = Jolokia::new(east1);
     let source = unique_name("paged_source");
     // A small address (16 KiB in memory, then pages of 4 KiB) holding 100 messages pages.
-    judge
-        .add_address_settings(
-            &source,
-            &json!({"addressFullMessagePolicy": "PAGE", "maxSizeBytes": 16384, "pageSizeBytes": 4096}).to_string(),
-        )
-        .await
-        .unwrap();
+    judge.page_beyond(&source, 16384, 4096).await.unwrap();
     judge.create_queue(&source).await.unwrap();
     fidelity::produce(east1, &source, &Produce { count: 100, durable_only: true, ..Produce::default() }).await;
-    let address = format!("{},component=addresses,address={}", east1.broker_mbean(), testbed::jolokia::quote(&source));
-    let paging = judge.read(&address, &["Paging"]).await.unwrap();
-    assert_eq!(paging["Paging"], true, "the source address must page for this test: {paging}");
+    judge.assert_paging(&source).await;
 
     let cli = Cli::fresh("preview_paged").await;
     cli.register("east", east1).await;
@@ -255,22 +246,14 @@ async fn a_filtered_move_whose_scan_cannot_fit_in_the_source_heap_is_refused() {
     let node = scratch_node(&broker);
     let judge = Jolokia::new(&node);
     let source = unique_name("paged_heap");
-    judge
-        .add_address_settings(
-            &source,
-            &json!({"addressFullMessagePolicy": "PAGE", "maxSizeBytes": 1048576, "pageSizeBytes": 1048576}).to_string(),
-        )
-        .await
-        .unwrap();
+    judge.page_beyond(&source, 1048576, 1048576).await.unwrap();
     judge.create_queue(&source).await.unwrap();
     // 1,000 messages of 90 KiB (under the Core client's large-message threshold, so each would be read back whole):
     // about 92 MB stored, over 80 % of the whole 96 MiB heap whatever the broker uses itself.
     let produce =
         Produce { count: 1000, kinds: "bytes".into(), body_size: 90 * 1024, durable_only: true, ..Produce::default() };
     fidelity::produce(&node, &source, &produce).await;
-    let address = format!("{},component=addresses,address={}", node.broker_mbean(), testbed::jolokia::quote(&source));
-    let paging = judge.read(&address, &["Paging"]).await.unwrap();
-    assert_eq!(paging["Paging"], true, "the source address must page for this test: {paging}");
+    judge.assert_paging(&source).await;
 
     let cli = Cli::fresh("preview_paged_heap").await;
     cli.register("west", bed.node("west-1")).await;

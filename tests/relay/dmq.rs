@@ -15,6 +15,7 @@ use std::time::Duration;
 use artemis_transfer::registry::discover::{discover, Seed};
 use artemis_transfer::registry::{store, Cluster, Credentials};
 use artemis_transfer::transfer::relay::state::Counters;
+use artemis_transfer::transfer::service::StoredPreview;
 use artemis_transfer::transfer::{actions, Selection};
 use serde_json::{json, Value};
 use testbed::fidelity::{self, Observed, Produce};
@@ -106,6 +107,18 @@ async fn move_with_poison(
     world.execute(&stored).await;
     let (state, counters) = world.wait_run(stored.run_id, states, RUN_LIMIT).await;
     (world, stored.run_id, state, counters)
+}
+
+/// Executes `stored` with a worker that aborts at the crash step `fault` (`ARTEMIS_TRANSFER_FAULT`), then lets a
+/// rescuer finish it; both refuse the message with payload id `poison`. Returns the run's final state and counters.
+async fn through_a_crash(world: &mut World, stored: &StoredPreview, poison: &str, fault: &str) -> (String, Counters) {
+    let refuse = format!("payload_id={poison}");
+    let doomed = world.spawn_worker("doomed", &[(REFUSE, &refuse), ("ARTEMIS_TRANSFER_FAULT", fault)]).await;
+    world.execute(stored).await;
+    let status = world.workers[doomed].wait_exit(Duration::from_secs(120)).await;
+    assert!(!status.success(), "the worker was meant to abort at {fault}, but exited {status}");
+    world.spawn_worker("rescuer", &[(REFUSE, &refuse)]).await;
+    world.wait_run(stored.run_id, &["partial", "succeeded"], RUN_LIMIT).await
 }
 
 /// Removes this run's messages from the shared built-in DMQ (other tests use it too).
@@ -381,17 +394,11 @@ async fn dmq_a_poison_message_in_a_copy_is_dead_lettered_once_and_not_copied_aga
     create_queue(east, &good).await;
     let settings = [("batch_size", json!(50)), ("dmq_chain", json!([good]))];
     let mut world = World::new("dmq_copy", &settings).await;
-    let refuse = format!("payload_id={poison_id}");
-    let doomed = world.spawn_worker("doomed", &[(REFUSE, &refuse), ("ARTEMIS_TRANSFER_FAULT", "copy-ledger:3")]).await;
     let stored = world
         .preview_copy(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
         .await;
-    world.execute(&stored).await;
     let run = stored.run_id;
-    let status = world.workers[doomed].wait_exit(Duration::from_secs(120)).await;
-    assert!(!status.success(), "the worker was meant to abort after its third ledger commit, but exited {status}");
-    world.spawn_worker("rescuer", &[(REFUSE, &refuse)]).await;
-    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    let (state, counters) = through_a_crash(&mut world, &stored, &poison_id, "copy-ledger:3").await;
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!((counters.delivered, counters.dead_lettered), (299, 1), "{counters:?}");
 
@@ -426,17 +433,11 @@ async fn dmq_a_crash_after_the_dmq_commit_counts_the_poison_once_as_dead_lettere
     let good = unique_name("dmq_crash_dmq");
     create_queue(east, &good).await;
     let mut world = World::new("dmq_crash", &[("batch_size", json!(50)), ("dmq_chain", json!([good]))]).await;
-    let refuse = format!("payload_id={poison_id}");
-    let doomed = world.spawn_worker("doomed", &[(REFUSE, &refuse), ("ARTEMIS_TRANSFER_FAULT", "dmq-commit")]).await;
     let stored = world
         .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
         .await;
-    world.execute(&stored).await;
     let run = stored.run_id;
-    let status = world.workers[doomed].wait_exit(Duration::from_secs(120)).await;
-    assert!(!status.success(), "the worker was meant to abort after the DMQ commit, but exited {status}");
-    world.spawn_worker("rescuer", &[(REFUSE, &refuse)]).await;
-    let (state, counters) = world.wait_run(run, &["partial", "succeeded"], RUN_LIMIT).await;
+    let (state, counters) = through_a_crash(&mut world, &stored, &poison_id, "dmq-commit").await;
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!((counters.delivered, counters.dead_lettered), (199, 1), "{counters:?}");
     let others: Vec<String> = ids_of(&before).into_iter().filter(|id| *id != poison_id).collect();

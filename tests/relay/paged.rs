@@ -24,20 +24,12 @@ async fn a_move_by_filter_from_a_paging_source_takes_exactly_the_selection() {
     let source = unique_name("paged_move_src");
     let target = unique_name("paged_move_dst");
     let judge = Jolokia::new(east1);
-    judge
-        .add_address_settings(
-            &source,
-            &json!({"addressFullMessagePolicy": "PAGE", "maxSizeBytes": 16384, "pageSizeBytes": 4096}).to_string(),
-        )
-        .await
-        .unwrap();
+    judge.page_beyond(&source, 16384, 4096).await.unwrap();
     create_queue(east1, &source).await;
     create_queue(bed.node("west-1"), &target).await;
     let produce = Produce { count: 600, prefix: "paged-".into(), durable_only: true, ..Produce::default() };
     fidelity::produce(east1, &source, &produce).await;
-    let address = format!("{},component=addresses,address={}", east1.broker_mbean(), testbed::jolokia::quote(&source));
-    let paging = judge.read(&address, &["Paging", "NumberOfPages"]).await.unwrap();
-    assert_eq!(paging["Paging"], true, "the source address must page for this test: {paging}");
+    judge.assert_paging(&source).await;
 
     let mut world = World::new("paged_move", &[("batch_size", json!(20))]).await;
     world.spawn_worker("w1", &[]).await;

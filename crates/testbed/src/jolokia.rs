@@ -211,6 +211,29 @@ impl Jolokia {
         Ok(())
     }
 
+    /// Makes `address` page beyond `max_size_bytes` in memory, in page files of `page_size_bytes` (address-full policy
+    /// PAGE). Set before the address exists, so its queue is made under it.
+    pub async fn page_beyond(
+        &self,
+        address: &str,
+        max_size_bytes: u64,
+        page_size_bytes: u64,
+    ) -> Result<(), JolokiaError> {
+        let settings = json!({
+            "addressFullMessagePolicy": "PAGE",
+            "maxSizeBytes": max_size_bytes,
+            "pageSizeBytes": page_size_bytes,
+        });
+        self.add_address_settings(address, &settings.to_string()).await
+    }
+
+    /// Panics unless `address` is paging now (a test that needs a paged source says so when it is not).
+    pub async fn assert_paging(&self, address: &str) {
+        let mbean = format!("{},component=addresses,address={}", self.node.broker_mbean(), quote(address));
+        let paging = self.read(&mbean, &["Paging", "NumberOfPages"]).await.expect("read the address");
+        assert_eq!(paging["Paging"], true, "the address {address} must page for this test: {paging}");
+    }
+
     /// Removes the address settings added for `address_match`.
     pub async fn remove_address_settings(&self, address_match: &str) -> Result<(), JolokiaError> {
         self.exec(&self.node.broker_mbean(), "removeAddressSettings(java.lang.String)", json!([address_match])).await?;

@@ -403,14 +403,7 @@ pub async fn relay(
     if !poisoned.is_empty() {
         let mut slots: Vec<Option<Received>> = received.into_iter().map(Some).collect();
         let items = sent.poison.into_iter().filter_map(|p| slots[p.index].take().map(|r| (p, r))).collect();
-        let dmq_ctx = dmq::Context {
-            mode: Mode::Move,
-            origin: &origin,
-            target_fqqn: out_target.fqqn(),
-            target_cluster: &run.plan.target.cluster,
-            target_node: &run.plan.target.node,
-            settings: &settings,
-        };
+        let dmq_ctx = dmq::Context::of_run(Mode::Move, &run, &origin, &out_target, &settings);
         dead = dmq::dead_letter_staged(&source_conn, &session, &mut consumer, spool, config, items, &dmq_ctx).await?;
         laps.lap("dead-letter");
     }

@@ -203,14 +203,7 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         if !poisoned.is_empty() {
             let dmq_session = source_conn.create_session(SessionOptions::transacted()).await?;
             let items = sent.poison.into_iter().map(|p| (p.clone(), &received[p.index])).collect();
-            let dmq_ctx = dmq::Context {
-                mode: Mode::Copy,
-                origin: &origin,
-                target_fqqn: out_target.fqqn(),
-                target_cluster: &run.plan.target.cluster,
-                target_node: &run.plan.target.node,
-                settings: &settings,
-            };
+            let dmq_ctx = dmq::Context::of_run(Mode::Copy, &run, &origin, &out_target, &settings);
             dead = dmq::dead_letter_browsed(&source_conn, &dmq_session, items, &dmq_ctx).await?;
             let _ = dmq_session.close().await;
         }

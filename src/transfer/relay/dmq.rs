@@ -203,6 +203,26 @@ pub(crate) struct Context<'a> {
     pub settings: &'a Settings,
 }
 
+impl<'a> Context<'a> {
+    /// The context of a batch of `run` (a move or a copy) sending to `target`.
+    pub fn of_run(
+        mode: Mode,
+        run: &'a super::state::MoveRun,
+        origin: &'a Origin,
+        target: &OutboundTarget,
+        settings: &'a Settings,
+    ) -> Context<'a> {
+        Context {
+            mode,
+            origin,
+            target_fqqn: target.fqqn(),
+            target_cluster: &run.plan.target.cluster,
+            target_node: &run.plan.target.node,
+            settings,
+        }
+    }
+}
+
 /// A queue of the chain found able to keep what is sent to it.
 #[derive(Debug, Clone)]
 struct Usable {
