@@ -135,6 +135,40 @@ async fn destroy(node: &Node, queues: &[&str]) {
     }
 }
 
+/// Makes the queue `full` (its own address, on `node`) refuse every further message: FAIL at 1,000 bytes, then
+/// one 4,000-byte message `<filler>0`. The broker takes that first message only while the address is under its
+/// limit *and the broker as a whole is not full* — a FAIL address refuses everything while the broker's
+/// global-max-size is reached or its disk is over max-disk-usage, which other tests can cause for a while (a CI
+/// run failed here on AMQ219058 for the filler itself). So the filler is tried again until taken, the broker's
+/// figures printed at each refusal; once taken, the address is over its own limit whatever the rest of the
+/// broker does, and that is checked.
+async fn fill_past_a_fail_limit(node: &Node, full: &str, filler: &str) {
+    management(node)
+        .add_address_settings(
+            full,
+            &json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000, "pageSizeBytes": 500}),
+        )
+        .await
+        .unwrap();
+    let fill = Produce { count: 1, prefix: filler.into(), kinds: "bytes".into(), body_size: 4000, durable_only: true };
+    let j = Jolokia::new(node);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while let Err(refused) = fidelity::try_produce(node, full, &fill).await {
+        let broker = j
+            .read(&node.broker_mbean(), &["AddressMemoryUsage", "GlobalMaxSize", "DiskStoreUsage", "MaxDiskUsage"])
+            .await;
+        assert!(
+            refused.contains("AMQ219058") && std::time::Instant::now() < deadline,
+            "the filler of {full} was refused (broker: {broker:?}): {refused}"
+        );
+        eprintln!("the filler of {full} was refused while the broker is full ({broker:?}); trying again");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let mbean = format!("{},component=addresses,address={}", node.broker_mbean(), testbed::jolokia::quote(full));
+    let size = j.read(&mbean, &["AddressSize"]).await.unwrap()["AddressSize"].as_i64().unwrap();
+    assert!(size > 1000, "{full} holds {size} bytes, not over its 1,000-byte limit");
+}
+
 fn prop<'a>(o: &'a Observed, name: &str) -> &'a Value {
     &o.0["properties"][name]["value"]
 }
@@ -272,16 +306,8 @@ async fn dmq_a_chain_whose_first_queues_refuse_falls_through_to_the_next() {
         create_queue(east, q).await;
     }
     j.exec(&j.queue_mbean(&disabled, &disabled), "disable()", json!([])).await.unwrap();
-    management(east)
-        .add_address_settings(
-            &full,
-            &json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000, "pageSizeBytes": 500}),
-        )
-        .await
-        .unwrap();
     let filler = format!("{prefix}filler-");
-    let fill = Produce { count: 1, prefix: filler.clone(), kinds: "bytes".into(), body_size: 4000, durable_only: true };
-    fidelity::produce(east, &full, &fill).await;
+    fill_past_a_fail_limit(east, &full, &filler).await;
 
     let chain = json!([missing, disabled, full, good]);
     let settings = [
@@ -610,16 +636,8 @@ async fn dmq_a_large_poison_message_reaches_the_next_dmq_byte_equal_after_a_refu
     let good = unique_name("dmq_large_good");
     create_queue(east, &full).await;
     create_queue(east, &good).await;
-    management(east)
-        .add_address_settings(
-            &full,
-            &json!({"addressFullMessagePolicy": "FAIL", "maxSizeBytes": 1000, "pageSizeBytes": 500}),
-        )
-        .await
-        .unwrap();
     let filler = format!("{prefix}filler-");
-    let fill = Produce { count: 1, prefix: filler.clone(), kinds: "bytes".into(), body_size: 4000, durable_only: true };
-    fidelity::produce(east, &full, &fill).await;
+    fill_past_a_fail_limit(east, &full, &filler).await;
 
     let settings = [
         ("batch_size", json!(20)),

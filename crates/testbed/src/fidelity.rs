@@ -66,6 +66,17 @@ async fn run(node: &Node, command: &str, queue: &str, extra: &[String]) -> Vec<O
 }
 
 async fn run_at(node: &Node, url: &str, command: &str, queue: &str, extra: &[String]) -> Vec<Observed> {
+    try_run_at(node, url, command, queue, extra).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Like [`run_at`], the helper's failure returned in words (with its stderr) instead of a panic.
+async fn try_run_at(
+    node: &Node,
+    url: &str,
+    command: &str,
+    queue: &str,
+    extra: &[String],
+) -> Result<Vec<Observed>, String> {
     let bed = TestBed::get();
     let classpath =
         format!("{}:{}", bed.java_build_dir().display(), bed.artemis_home().join("lib").join("*").display());
@@ -91,22 +102,28 @@ async fn run_at(node: &Node, url: &str, command: &str, queue: &str, extra: &[Str
         .output()
         .await
         .expect("cannot run `java`: is a JDK installed?");
-    assert!(
-        out.status.success(),
-        "Fidelity {command} on {} queue {queue} failed ({}):\n{}",
-        node.name,
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
+    if !out.status.success() {
+        return Err(format!(
+            "Fidelity {command} on {} queue {queue} failed ({}):\n{}",
+            node.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8(out.stdout)
         .expect("the helper prints UTF-8")
         .lines()
         .map(|l| Observed(serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON from Fidelity ({e}): {l}"))))
-        .collect()
+        .collect())
 }
 
 /// Produces messages on `queue` of `node` with the official client.
 pub async fn produce(node: &Node, queue: &str, opts: &Produce) {
+    try_produce(node, queue, opts).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Like [`produce`], a refusal (e.g. `AMQ219058` from a full address) returned in words with the client's stderr.
+pub async fn try_produce(node: &Node, queue: &str, opts: &Produce) -> Result<(), String> {
     let mut extra = vec![
         "--count".to_string(),
         opts.count.to_string(),
@@ -120,7 +137,7 @@ pub async fn produce(node: &Node, queue: &str, opts: &Produce) {
     if opts.durable_only {
         extra.push("--durable-only".into());
     }
-    run(node, "produce", queue, &extra).await;
+    try_run_at(node, &node.core_url(), "produce", queue, &extra).await.map(drop)
 }
 
 /// Like [`produce`], every message scheduled for delivery `delay_ms` after it is sent (`_AMQ_SCHED_DELIVERY`):
