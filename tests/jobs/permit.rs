@@ -1,5 +1,6 @@
-//! The per-node token bucket SQL function `transfer_node_permit(node, cost)` (migration 0001), called from SQL
-//! as the Studio backend calls it. (The Rust limiter over it, `src/limiter.rs`, has its own tests.)
+//! The per-node token bucket: the SQL functions `transfer_node_permit(node, cost)` (migrations 0001, 0006), called
+//! from SQL as the Studio backend calls it, and `transfer_node_reserve(node, cost)` (0007), which the Rust limiter
+//! (`src/limiter.rs`) calls, tested here through it too.
 
 use artemis_transfer::jobs::settings;
 use sqlx::PgPool;
@@ -65,4 +66,78 @@ async fn concurrent_callers_share_one_bucket() {
     }
     // The refill during the calls (milliseconds at 10/s) can add at most one token.
     assert!((10..=11).contains(&granted), "{granted} of 20 granted from a bucket of 10");
+}
+
+async fn reserve(pool: &PgPool, node: &str, cost: f64) -> f64 {
+    sqlx::query_scalar("SELECT transfer_node_reserve($1, $2)").bind(node).bind(cost).fetch_one(pool).await.unwrap()
+}
+
+/// `transfer_node_reserve` (migration 0007) takes the tokens at once and answers how long to wait: each caller
+/// waits behind the debt of those before it, whatever its cost, so a costly request is served in its turn.
+#[tokio::test]
+async fn reservations_are_served_in_the_order_they_come() {
+    let db = support::db("permit_reserve").await;
+    settings::set(&db.pool, "node_calls_per_second", 5.into(), "test").await.unwrap();
+    assert_eq!(reserve(&db.pool, "east-1", 5.0).await, 0.0, "a full bucket");
+    let small = reserve(&db.pool, "east-1", 1.0).await;
+    assert!(small > 0.15 && small <= 0.2, "one token at 5/s: {small}");
+    let big = reserve(&db.pool, "east-1", 5.0).await;
+    assert!(big > 1.1 && big <= 1.2, "behind the first small one: 6 tokens at 5/s: {big}");
+    let after = reserve(&db.pool, "east-1", 1.0).await;
+    assert!(after > big && after <= 1.4, "a small one after the big one waits for it: {after}");
+    // The permit function (Studio's) sees the reservations' debt: it is not granted before them.
+    let permit_wait = permit(&db.pool, "east-1", 1.0).await.unwrap();
+    assert!(permit_wait > 1.3, "{permit_wait}");
+    // Above the bucket: waits for a full bucket, then leaves the rest as debt.
+    assert_eq!(reserve(&db.pool, "west-1", 9.0).await, 0.0, "a full bucket of 5 grants 9 at once");
+    let next = reserve(&db.pool, "west-1", 1.0).await;
+    assert!(next > 0.9 && next <= 1.0, "the debt of 4 and one token at 5/s: {next}");
+}
+
+/// Through the Rust limiter (every broker call of the service): a request needing a whole bucket gets through in
+/// about a bucket's time while four callers ask for single tokens as fast as they are granted, and all of them
+/// together stay within the node's rate. (Before 0007 the costly request could wait as long as the others kept
+/// asking.)
+#[tokio::test]
+async fn a_costly_request_is_not_starved_by_cheap_ones_and_the_rate_holds() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use artemis_transfer::broker::permits::PermitSource;
+    use artemis_transfer::limiter::PgPermits;
+
+    let _heavy = support::HEAVY.lock().await;
+    let db = support::db("permit_fair").await;
+    settings::set(&db.pool, "node_calls_per_second", 6.into(), "test").await.unwrap();
+    let permits = PgPermits::new(db.pool.clone());
+    let started = Instant::now();
+    let granted = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let greedy: Vec<_> = (0..4)
+        .map(|_| {
+            let (permits, granted, stop) = (permits.clone(), granted.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    permits.acquire("east-1", 1).await.unwrap();
+                    granted.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let asked = Instant::now();
+    permits.acquire("east-1", 6).await.unwrap();
+    let waited = asked.elapsed();
+    granted.fetch_add(6, Ordering::Relaxed);
+    let at = started.elapsed().as_secs_f64();
+    let tokens = granted.load(Ordering::Relaxed) as f64;
+    stop.store(true, Ordering::Relaxed);
+    for g in greedy {
+        g.await.unwrap();
+    }
+    // Its turn comes after the four reservations already made (at most 4 tokens of debt) and its own 6.
+    assert!(waited < Duration::from_millis(2500), "the costly request waited {waited:?}");
+    // Everything granted until then fits the full bucket at the start plus the refill since.
+    assert!(tokens <= 6.0 + 6.0 * at + 1.0, "{tokens} tokens in {at:.2} s at 6/s");
 }
