@@ -14,26 +14,14 @@ use testbed::fidelity::{self, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::{unique_name, Node, TestBed};
 
-use crate::support::{assert_exactly_once, census, create_queue, management, queue_ref, wait_for, World};
+use crate::support::{
+    assert_exactly_once, census, create_queue, management, queue_ref, source_and_target, wait_for, World,
+};
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::relay::state::Counters;
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(120);
-
-/// A source queue on east-1 holding `count` messages (payload ids `<label>-<n>`) and an empty target queue on its
-/// own address on west-1.
-async fn source_and_target(label: &str, count: u32) -> (String, String, Vec<String>) {
-    let bed = TestBed::require().await;
-    let source = unique_name(&format!("{label}_src"));
-    let target = unique_name(&format!("{label}_dst"));
-    create_queue(bed.node("east-1"), &source).await;
-    create_queue(bed.node("west-1"), &target).await;
-    let prefix = format!("{label}-");
-    fidelity::produce(bed.node("east-1"), &source, &Produce { count, prefix: prefix.clone(), ..Produce::default() })
-        .await;
-    (source, target, (0..count).map(|i| format!("{prefix}{i}")).collect())
-}
 
 /// The run's state, stop reason and last error.
 async fn run_words(world: &World, run: uuid::Uuid) -> (String, Option<String>, Option<String>) {
@@ -108,7 +96,8 @@ async fn clean_up(node: &Node, queues: &[&str]) {
 }
 
 /// Sends one durable message to the FQQN `queue::queue` on `node` over Core (our client, as the relay does) in
-/// a transaction, runs `between` after the send and before the commit, and returns the commit's result.
+/// a transaction, runs `between` once the broker has routed the send and before the commit, and returns the
+/// commit's result.
 async fn send_one_fqqn<F: std::future::Future<Output = ()>>(
     node: &Node,
     queue: &str,
@@ -128,7 +117,14 @@ async fn send_one_fqqn<F: std::future::Future<Output = ()>>(
     };
     headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
     let sent = async {
-        session.producer(None).send(&CoreMessage { headers, body: b"probe".to_vec().into() }).await?;
+        // Confirmed before `between`: a transacted send is otherwise not answered, and the broker could route it
+        // only after `between` changed the queue (a run of this test saw a disable overtake its send).
+        session
+            .producer(None)
+            .send_pipelined(&CoreMessage { headers, body: b"probe".to_vec().into() })
+            .await?
+            .wait()
+            .await?;
         between.await;
         session.commit().await
     }

@@ -4,28 +4,13 @@
 use std::time::Duration;
 
 use serde_json::json;
-use testbed::fidelity::{self, Produce};
-use testbed::{unique_name, TestBed};
+use testbed::fidelity;
+use testbed::TestBed;
 
-use crate::support::{assert_exactly_once, census, create_queue, management, queue_ref, World};
+use crate::support::{assert_exactly_once, census, management, queue_ref, source_and_target, World};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
-
-/// A source queue on east-1 holding `count` messages of every kind (priorities 0–9), and an empty target queue
-/// on west-1. Returns (source, target, payload ids).
-async fn queues(label: &str, count: u32) -> (String, String, Vec<String>) {
-    let bed = TestBed::require().await;
-    let source = unique_name(&format!("{label}_src"));
-    let target = unique_name(&format!("{label}_dst"));
-    create_queue(bed.node("east-1"), &source).await;
-    create_queue(bed.node("west-1"), &target).await;
-    let prefix = format!("{label}-");
-    fidelity::produce(bed.node("east-1"), &source, &Produce { count, prefix: prefix.clone(), ..Produce::default() })
-        .await;
-    let ids = (0..count).map(|i| format!("{prefix}{i}")).collect();
-    (source, target, ids)
-}
 
 /// The staging queue of `run` is gone from east-1.
 async fn assert_staging_removed(run: uuid::Uuid) {
@@ -68,7 +53,7 @@ async fn assert_run_view(world: &World, run: uuid::Uuid, source: &str, target: &
 #[tokio::test]
 async fn a_whole_queue_moves_across_clusters_exactly_once_in_order() {
     let bed = TestBed::require().await;
-    let (source, target, ids) = queues("whole", 300).await;
+    let (source, target, ids) = source_and_target("whole", 300).await;
     let mut world = World::new("move_whole", &[("batch_size", json!(40))]).await;
     world.spawn_worker("w1", &[]).await;
     let stored = world
@@ -107,7 +92,7 @@ async fn a_whole_queue_moves_across_clusters_exactly_once_in_order() {
 #[tokio::test]
 async fn a_filter_moves_only_what_it_selects() {
     let bed = TestBed::require().await;
-    let (source, target, ids) = queues("filter", 200).await;
+    let (source, target, ids) = source_and_target("filter", 200).await;
     let mut world = World::new("move_filter", &[("batch_size", json!(30))]).await;
     world.spawn_worker("w1", &[]).await;
     let stored = world
@@ -134,7 +119,7 @@ async fn a_filter_moves_only_what_it_selects() {
 #[tokio::test]
 async fn ids_move_exactly_the_messages_named() {
     let bed = TestBed::require().await;
-    let (source, target, _) = queues("ids", 50).await;
+    let (source, target, _) = source_and_target("ids", 50).await;
     // The broker's ids of every third message, read from the source.
     let mgmt = management(bed.node("east-1"));
     let mbean = mgmt.queue_mbean(&source, artemis_transfer::broker::jolokia::RoutingType::Anycast, &source);

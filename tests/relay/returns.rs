@@ -5,27 +5,14 @@
 use std::time::Duration;
 
 use serde_json::json;
-use testbed::fidelity::{self, Produce};
-use testbed::{unique_name, TestBed};
 
-use crate::support::{census, create_queue, management, queue_ref, World};
+use testbed::TestBed;
+
+use crate::support::{census, management, queue_ref, source_and_target_of, World};
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::Selection;
 
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// `count` messages on a new east-1 queue, an empty west-1 queue; (source, target, payload ids).
-async fn queues(label: &str, count: u32) -> (String, String, Vec<String>) {
-    let bed = TestBed::require().await;
-    let source = unique_name(&format!("{label}_src"));
-    let target = unique_name(&format!("{label}_dst"));
-    create_queue(bed.node("east-1"), &source).await;
-    create_queue(bed.node("west-1"), &target).await;
-    let prefix = format!("{label}-");
-    let produce = Produce { count, prefix: prefix.clone(), kinds: "text,bytes".into(), ..Produce::default() };
-    fidelity::produce(bed.node("east-1"), &source, &produce).await;
-    (source, target, (0..count).map(|i| format!("{prefix}{i}")).collect())
-}
 
 /// Every payload id is on the source or on the target exactly once in all, and staging is gone.
 async fn assert_each_once_on_source_or_target(run: uuid::Uuid, source: &str, target: &str, ids: &[String]) {
@@ -56,7 +43,7 @@ async fn delivered(world: &World, run: uuid::Uuid) -> i64 {
 
 #[tokio::test]
 async fn a_stopped_move_returns_what_staging_holds() {
-    let (source, target, ids) = queues("ret_stop", 300).await;
+    let (source, target, ids) = source_and_target_of("ret_stop", 300, "text,bytes").await;
     let mut world =
         World::new("return_after_stop", &[("batch_size", json!(20)), ("messages_per_second", json!(100))]).await;
     world.spawn_worker("w1", &[]).await;
@@ -84,7 +71,7 @@ async fn a_stopped_move_returns_what_staging_holds() {
 
 #[tokio::test]
 async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target_is_unreachable() {
-    let (source, target, ids) = queues("ret_doubt", 100).await;
+    let (source, target, ids) = source_and_target_of("ret_doubt", 100, "text,bytes").await;
     let mut world = World::new("return_in_doubt", &[("batch_size", json!(20))]).await;
     // The worker aborts right after recording its first batch as in doubt: sent or not, nobody knows.
     let doomed = world.spawn_worker("doomed", &[("ARTEMIS_TRANSFER_FAULT", "in-doubt:1")]).await;
@@ -151,7 +138,7 @@ async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target
 
 #[tokio::test]
 async fn a_worker_that_dies_during_a_return_is_replaced() {
-    let (source, target, ids) = queues("ret_crash", 200).await;
+    let (source, target, ids) = source_and_target_of("ret_crash", 200, "text,bytes").await;
     let mut world = World::new("return_crash", &[("batch_size", json!(20)), ("messages_per_second", json!(100))]).await;
     world.spawn_worker("w1", &[]).await;
     let stored = world

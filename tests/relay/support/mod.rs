@@ -67,6 +67,25 @@ pub async fn create_queue(node: &Node, name: &str) {
     management(node).create_queue(&QueueConfig::plain_anycast(name)).await.unwrap();
 }
 
+/// A new queue on east-1 holding `count` messages of the Java helper's `kinds` (payload ids `<label>-<n>`) and an
+/// empty new queue on west-1: (source, target, payload ids).
+pub async fn source_and_target_of(label: &str, count: u32, kinds: &str) -> (String, String, Vec<String>) {
+    let bed = TestBed::require().await;
+    let source = testbed::unique_name(&format!("{label}_src"));
+    let target = testbed::unique_name(&format!("{label}_dst"));
+    create_queue(bed.node("east-1"), &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    let prefix = format!("{label}-");
+    let produce = fidelity::Produce { count, prefix: prefix.clone(), kinds: kinds.into(), ..Default::default() };
+    fidelity::produce(bed.node("east-1"), &source, &produce).await;
+    (source, target, (0..count).map(|i| format!("{prefix}{i}")).collect())
+}
+
+/// [`source_and_target_of`] with messages of every kind.
+pub async fn source_and_target(label: &str, count: u32) -> (String, String, Vec<String>) {
+    source_and_target_of(label, count, &fidelity::Produce::default().kinds).await
+}
+
 /// The operator the shortcuts of [`World`] act as.
 pub const OPERATOR: &str = "tester";
 
