@@ -144,6 +144,18 @@ pub struct RetentionConfig {
     pub prune_interval_secs: u64,
 }
 
+/// `[api]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiConfig {
+    /// Where `serve` listens.
+    pub listen: String,
+    /// How long a preview made through the API may be executed.
+    pub preview_valid_secs: u64,
+    /// How often an event stream looks for news.
+    pub events_poll_ms: u64,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -156,6 +168,8 @@ pub struct Config {
     pub retry: RetryConfig,
     /// `[retention]`.
     pub retention: RetentionConfig,
+    /// `[api]`.
+    pub api: ApiConfig,
     /// `[settings]`: SPEC §8 defaults.
     pub settings: Settings,
 }
@@ -205,6 +219,11 @@ impl Config {
         if !positive(w.lease_secs) || !positive(w.heartbeat_secs) || w.heartbeat_secs >= w.lease_secs {
             return Err(ConfigError::Invalid(
                 "worker.heartbeat_secs must be above 0 and below worker.lease_secs".into(),
+            ));
+        }
+        if self.api.preview_valid_secs == 0 || self.api.events_poll_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "api.preview_valid_secs and api.events_poll_ms must be at least 1".into(),
             ));
         }
         if self.retry.max_attempts < 1 {

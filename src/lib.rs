@@ -11,6 +11,7 @@
 //! | [`broker`] | per-node access: Jolokia management and Core |
 //! | [`secret`] | values that never reach logs, answers or records |
 
+pub mod api;
 pub mod broker;
 pub mod cli;
 pub mod config;

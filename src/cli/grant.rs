@@ -151,22 +151,11 @@ pub async fn authorise_admin_on(
     cluster: &str,
     action: &str,
     target: String,
-    mut detail: serde_json::Value,
+    detail: serde_json::Value,
 ) -> Result<Authorised, CliError> {
-    match permissions::require_admin_or_bootstrap(pool, actor, cluster).await {
+    match permissions::require_admin_audited(pool, actor, cluster, action, target, detail).await {
         Ok(bootstrap) => Ok(Authorised::Allowed { bootstrap }),
         Err(PermissionError::Missing(missing)) => {
-            detail["error"] = serde_json::json!(missing.to_string());
-            let entry = AuditEntry {
-                actor,
-                action,
-                target,
-                outcome: "refused",
-                detail,
-                source_cluster: Some(cluster),
-                target_cluster: None,
-            };
-            audit_entry(pool, &entry).await.map_err(CliError::Db)?;
             eprintln!("refused: {missing}");
             Ok(Authorised::Refused(ExitCode::from(2)))
         }

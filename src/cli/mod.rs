@@ -1,4 +1,4 @@
-//! The command line (clap derive): `migrate`, `worker`, `cluster`, `preview`, `execute`, `stop`, `resume`,
+//! The command line (clap derive): `migrate`, `worker`, `serve`, `cluster`, `preview`, `execute`, `stop`, `resume`,
 //! `return`, `runs`, `watch`, `admin …`, `settings`. Parses, loads the configuration, connects,
 //! and hands over to the library; errors come back typed and `main` prints their whole chain once.
 
@@ -53,6 +53,8 @@ pub enum Command {
     Migrate,
     /// Run a worker: claim jobs and run them until SIGTERM.
     Worker(WorkerArgs),
+    /// Serve the HTTP API (SPEC §10) until SIGTERM; tokens from ARTEMIS_TRANSFER_API_TOKENS.
+    Serve(ServeArgs),
     /// Admin commands over the job queue (each one audited).
     Admin(admin::AdminArgs),
     /// The cluster registry: add (discover from a seed node), list, remove.
@@ -89,6 +91,14 @@ pub struct WorkerArgs {
     /// This worker's name, the lease owner on its jobs (default: host:pid:random).
     #[arg(long)]
     pub name: Option<String>,
+}
+
+/// `serve` options.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen, host:port (default: api.listen).
+    #[arg(long)]
+    pub listen: Option<String>,
 }
 
 /// Why a command failed.
@@ -131,6 +141,18 @@ pub enum CliError {
     /// The operator lacks a grant the command needs.
     #[error(transparent)]
     Permission(#[from] crate::transfer::permissions::PermissionError),
+    /// The API's tokens.
+    #[error(transparent)]
+    Tokens(#[from] crate::api::auth::TokensError),
+    /// Listening or serving.
+    #[error("the HTTP API on {addr}")]
+    Serve {
+        /// Where.
+        addr: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Sets up logging to stderr.
@@ -178,6 +200,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve(args) => serve(&config, args).await,
         Command::Admin(args) => {
             let pool = connect(&config, 2).await?;
             admin::run(&pool, args).await
@@ -202,6 +225,29 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Grant(args) => grant::run(&connect(&config, 2).await?, args).await,
         Command::Settings(args) => settings::run(&connect(&config, 2).await?, args).await,
     }
+}
+
+/// `serve`: the HTTP API until SIGTERM (or Ctrl-C); requests in flight are answered first.
+async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
+    let tokens = crate::api::ServiceTokens::from_env()?;
+    let pool = connect(config, 4).await?;
+    let addr = args.listen.unwrap_or_else(|| config.api.listen.clone());
+    let listener =
+        tokio::net::TcpListener::bind(&addr).await.map_err(|source| CliError::Serve { addr: addr.clone(), source })?;
+    let state = crate::api::ApiState {
+        pool,
+        tokens: std::sync::Arc::new(tokens),
+        max_attempts: config.retry.max_attempts,
+        preview_valid_for: Duration::from_secs(config.api.preview_valid_secs),
+        events_every: Duration::from_millis(config.api.events_poll_ms),
+    };
+    let stop = worker::shutdown::terminate_signal();
+    crate::api::serve(listener, state, async move {
+        stop.await;
+    })
+    .await
+    .map_err(|source| CliError::Serve { addr, source })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A pool of at least `min_connections` (or the configured size if larger).

@@ -53,10 +53,7 @@ pub enum OrphansCommand {
     },
 }
 
-/// What a return does, shown before the operator types the staging queue's name.
-pub const RETURN_WARNING: &str = "Each message goes back to the queue it was taken from (its _AMQ_ORIG_QUEUE), with a \
-     new message id, without expiration, at the tail of that queue; messages without one go to the --to queue. The \
-     empty staging queue and its address settings are then removed.";
+pub use crate::transfer::orphans::RETURN_WARNING;
 
 /// Runs `orphans …`.
 pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError> {

@@ -5,7 +5,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -14,7 +13,7 @@ use crate::jobs::runs;
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, ActionError, Confirmation};
 use crate::transfer::relay::state::Counters;
-use crate::transfer::view;
+use crate::transfer::view::{self, RunRecord};
 
 /// `execute` options.
 #[derive(Debug, clap::Args)]
@@ -180,36 +179,8 @@ pub async fn return_to_source(pool: &PgPool, args: RunActionArgs, max_attempts: 
     Ok(ExitCode::SUCCESS)
 }
 
-#[derive(sqlx::FromRow, serde::Serialize)]
-struct RunLine {
-    id: Uuid,
-    state: String,
-    mode: Option<String>,
-    source_cluster: Option<String>,
-    source_node: Option<String>,
-    source_queue: Option<String>,
-    target_cluster: Option<String>,
-    target_node: Option<String>,
-    target_queue: Option<String>,
-    counters: serde_json::Value,
-    stop_reason: Option<String>,
-    last_error: Option<String>,
-    started_by: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    ended_at: Option<DateTime<Utc>>,
-    staging_queue: Option<String>,
-}
-
-const RUN_COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queue, target_cluster, target_node, \
-     target_queue, counters, stop_reason, last_error, started_by, created_at, updated_at, ended_at, staging_queue";
-
-async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunLine, CliError> {
-    sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM transfer_run WHERE id = $1"))
-        .bind(run)
-        .fetch_one(pool)
-        .await
-        .map_err(CliError::Db)
+async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunRecord, CliError> {
+    view::line(pool, run).await.map_err(CliError::Db)?.ok_or(CliError::View(view::ViewError::NotFound(run)))
 }
 
 /// `runs list|show`.
@@ -217,12 +188,8 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
     let mut out = std::io::stdout().lock();
     match command {
         RunsCommand::List { limit, json } => {
-            let lines: Vec<RunLine> =
-                sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM transfer_run ORDER BY created_at DESC LIMIT $1"))
-                    .bind(limit)
-                    .fetch_all(pool)
-                    .await
-                    .map_err(CliError::Db)?;
+            let lines =
+                view::lines(pool, &view::LinesQuery { limit, ..Default::default() }).await.map_err(CliError::Db)?;
             if json {
                 serde_json::to_writer_pretty(&mut out, &lines).map_err(|e| CliError::Output(e.into()))?;
                 writeln!(out).map_err(CliError::Output)?;

@@ -93,6 +93,11 @@ pub struct Orphans {
     pub unchecked: Vec<Unchecked>,
 }
 
+/// What a return does, shown before the operator types the staging queue's name.
+pub const RETURN_WARNING: &str = "Each message goes back to the queue it was taken from (its _AMQ_ORIG_QUEUE), with a \
+     new message id, without expiration, at the tail of that queue; messages without one go to the queue named for \
+     them (`--to`; `to` in the API). The empty staging queue and its address settings are then removed.";
+
 /// What a return did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Returned {

@@ -416,6 +416,34 @@ async fn may_administer(pool: &PgPool, by: &str, cluster: &str) -> Result<bool, 
     Ok(require_admin_or_bootstrap(pool, by, cluster).await?)
 }
 
+/// [`require_admin_or_bootstrap`] for an admin command, with a refusal audited under the command's own `action`
+/// and `target` (with `detail` and the refusal's words), as the command would have been: one rule and one audit
+/// row for the CLI and the HTTP API.
+pub async fn require_admin_audited(
+    pool: &PgPool,
+    actor: &str,
+    cluster: &str,
+    action: &str,
+    target: String,
+    mut detail: serde_json::Value,
+) -> Result<bool, PermissionError> {
+    let result = require_admin_or_bootstrap(pool, actor, cluster).await;
+    if let Err(PermissionError::Missing(missing)) = &result {
+        detail["error"] = json!(missing.to_string());
+        let entry = AuditEntry {
+            actor,
+            action,
+            target,
+            outcome: "refused",
+            detail,
+            source_cluster: Some(cluster),
+            target_cluster: None,
+        };
+        audit_entry(pool, &entry).await?;
+    }
+    result
+}
+
 /// `Ok(bootstrap)` when `principal` may run an admin command on `cluster` (`*`: on the whole deployment): they hold
 /// `admin` on it or on `*`, or nobody holds `admin` on `*` yet (then `bootstrap` is true). The rule of `grant add`,
 /// shared with the other commands that set a deployment up (`cluster add|remove`, `settings set`): a fresh database

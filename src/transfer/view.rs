@@ -13,8 +13,8 @@ use crate::jobs::store::record::RunEvent;
 use crate::jobs::{self, RunId};
 use crate::transfer::relay::state::{Counters, RelayState};
 
-/// What Postgres holds about a run, as [`RunView::build`] reads it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
 pub struct RunRecord {
     /// The run.
     pub id: Uuid,
@@ -36,7 +36,8 @@ pub struct RunRecord {
     pub target_queue: Option<String>,
     /// The counters (jsonb).
     pub counters: serde_json::Value,
-    /// The relay's bookkeeping (jsonb).
+    /// The relay's bookkeeping (jsonb): internal, not shown in a list.
+    #[serde(skip_serializing)]
     pub relay: serde_json::Value,
     /// Why it stopped.
     pub stop_reason: Option<String>,
@@ -182,16 +183,10 @@ impl RunView {
             format!("{} taken into staging", c.staged)
         };
         if c.not_taken() > 0 {
-            source.push_str(&format!(
-                "; {} selected but not {}",
-                c.not_taken(),
-                if copy { "copied" } else { "taken" }
-            ));
+            source.push_str(&format!("; {} selected but not {}", c.not_taken(), if copy { "copied" } else { "taken" }));
             source.push_str(&format!(
                 " (in delivery {}, scheduled {}, gone {})",
-                c.not_taken_in_delivery,
-                c.not_taken_scheduled,
-                c.not_taken_gone
+                c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone
             ));
         }
         if c.returned > 0 {
@@ -290,6 +285,52 @@ pub enum ViewError {
     /// The engine.
     #[error(transparent)]
     Jobs(#[from] jobs::Error),
+}
+
+/// Which runs [`lines`] lists.
+#[derive(Debug, Clone, Default)]
+pub struct LinesQuery {
+    /// At most this many, newest first.
+    pub limit: i64,
+    /// Only runs in this state.
+    pub state: Option<String>,
+    /// Only runs both of whose clusters this principal may see (SPEC §9); `None`: every run.
+    pub visible_to: Option<String>,
+    /// Only runs made before this (paging through older runs).
+    pub before: Option<DateTime<Utc>>,
+}
+
+/// The newest runs that `query` selects.
+pub async fn lines(pool: &PgPool, query: &LinesQuery) -> Result<Vec<RunRecord>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM transfer_run WHERE ($2::text IS NULL OR state = $2) \
+         AND ($3::text IS NULL OR (transfer_can_see($3, source_cluster) AND transfer_can_see($3, target_cluster))) \
+         AND ($4::timestamptz IS NULL OR created_at < $4) ORDER BY created_at DESC, id LIMIT $1"
+    ))
+    .bind(query.limit)
+    .bind(&query.state)
+    .bind(&query.visible_to)
+    .bind(query.before)
+    .fetch_all(pool)
+    .await
+}
+
+/// One run's record, if it exists.
+pub async fn line(pool: &PgPool, run: Uuid) -> Result<Option<RunRecord>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {COLUMNS} FROM transfer_run WHERE id = $1")).bind(run).fetch_optional(pool).await
+}
+
+/// Whether `run` exists and `principal` may see both of its clusters. A run they may not see is answered exactly
+/// as one that does not exist (SPEC §9).
+pub async fn visible(pool: &PgPool, run: Uuid, principal: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM transfer_run WHERE id = $1 \
+         AND transfer_can_see($2, source_cluster) AND transfer_can_see($2, target_cluster))",
+    )
+    .bind(run)
+    .bind(principal)
+    .fetch_one(pool)
+    .await
 }
 
 /// The run's record (no events).

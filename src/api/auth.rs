@@ -1,0 +1,196 @@
+//! Who calls the API (SPEC §10): a **service** that presents a bearer token, acting for an **operator** it names.
+//!
+//! The tokens are secrets, so they come from the environment only — `ARTEMIS_TRANSFER_API_TOKENS`, a comma-separated
+//! list of `service=token` pairs, e.g. `studio=…,ops-bot=…` — never from a configuration file, and they are never
+//! logged. Only their SHA-256 digests are kept in memory, and a presented token is compared with every digest in
+//! time that does not depend on where they differ.
+//!
+//! The operator comes in the `X-Operator` header: it is who the grants are checked against and who the audit
+//! names (the service vouches for them, as the Studio backend does on the SQL path). The service's name goes into
+//! the log line of every request, so an audit row can be traced to the service that made it.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use sha2::{Digest, Sha256};
+
+use super::error::ApiError;
+use super::ApiState;
+
+/// The environment variable holding the service tokens.
+pub const TOKENS_ENV: &str = "ARTEMIS_TRANSFER_API_TOKENS";
+
+/// The header naming the operator a call acts for.
+pub const OPERATOR_HEADER: &str = "x-operator";
+
+/// Tokens shorter than this are refused at start: a bearer token must not be guessable.
+const MIN_TOKEN_CHARS: usize = 24;
+
+/// The services that may call, each by the digest of its token.
+#[derive(Clone)]
+pub struct ServiceTokens {
+    services: Vec<(String, [u8; 32])>,
+}
+
+impl std::fmt::Debug for ServiceTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.services.iter().map(|(s, _)| s.as_str()).collect();
+        f.debug_struct("ServiceTokens").field("services", &names).finish_non_exhaustive()
+    }
+}
+
+/// Why the tokens cannot be used; the words never repeat a token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokensError {
+    /// None set.
+    #[error(
+        "no API tokens: set {TOKENS_ENV} to service=token pairs, e.g. {TOKENS_ENV}=studio=$(openssl rand -hex 32)"
+    )]
+    None,
+    /// A pair is not `service=token`.
+    #[error("{TOKENS_ENV}: entry {0} is not service=token")]
+    Malformed(usize),
+    /// A token is too short.
+    #[error("{TOKENS_ENV}: the token of service {service} is shorter than {MIN_TOKEN_CHARS} characters")]
+    Short {
+        /// The service.
+        service: String,
+    },
+    /// Two services share a name or a token.
+    #[error("{TOKENS_ENV}: {0}")]
+    Duplicate(String),
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl ServiceTokens {
+    /// Parses `service=token,service=token`.
+    pub fn parse(text: &str) -> Result<ServiceTokens, TokensError> {
+        let mut services: Vec<(String, [u8; 32])> = Vec::new();
+        for (i, entry) in text.split(',').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
+            let (service, token) = entry.split_once('=').ok_or(TokensError::Malformed(i + 1))?;
+            let (service, token) = (service.trim(), token.trim());
+            if service.is_empty() || token.is_empty() {
+                return Err(TokensError::Malformed(i + 1));
+            }
+            if token.chars().count() < MIN_TOKEN_CHARS {
+                return Err(TokensError::Short { service: service.into() });
+            }
+            let d = digest(token);
+            if services.iter().any(|(s, _)| s == service) {
+                return Err(TokensError::Duplicate(format!("service {service} is named twice")));
+            }
+            if services.iter().any(|(_, other)| *other == d) {
+                return Err(TokensError::Duplicate(format!("service {service} shares its token with another")));
+            }
+            services.push((service.to_string(), d));
+        }
+        if services.is_empty() {
+            return Err(TokensError::None);
+        }
+        Ok(ServiceTokens { services })
+    }
+
+    /// From [`TOKENS_ENV`].
+    pub fn from_env() -> Result<ServiceTokens, TokensError> {
+        ServiceTokens::parse(&std::env::var(TOKENS_ENV).unwrap_or_default())
+    }
+
+    /// The service whose token `presented` is. Every digest is compared in full, whatever matches.
+    pub fn service_of(&self, presented: &str) -> Option<&str> {
+        let d = digest(presented);
+        let mut found = None;
+        for (service, known) in &self.services {
+            let differing = known.iter().zip(d.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if differing == 0 {
+                found = Some(service.as_str());
+            }
+        }
+        found
+    }
+}
+
+/// An authenticated call: the service that made it and the operator it acts for.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The service (from its token).
+    pub service: String,
+    /// The operator (from `X-Operator`).
+    pub operator: String,
+}
+
+impl FromRequestParts<ApiState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Caller, ApiError> {
+        let unauthenticated = |why: &str| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                format!("{why}: send Authorization: Bearer <token>"),
+            )
+        };
+        let value = parts.headers.get(header::AUTHORIZATION).ok_or_else(|| unauthenticated("no token"))?;
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .ok_or_else(|| unauthenticated("the Authorization header is not a bearer token"))?;
+        let service = state.tokens.service_of(token).ok_or_else(|| unauthenticated("the token is not known"))?;
+        let operator = parts
+            .headers
+            .get(OPERATOR_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|o| !o.is_empty())
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "no-operator",
+                    "name the operator this call acts for in the X-Operator header (grants are checked against \
+                     them, and the audit names them)",
+                )
+            })?;
+        if operator.len() > 200 || operator.chars().any(char::is_control) {
+            return Err(ApiError::bad_request("no-operator", "X-Operator must be a name of at most 200 characters"));
+        }
+        tracing::debug!(service, operator, "API caller");
+        Ok(Caller { service: service.to_string(), operator: operator.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn tokens_name_their_service() {
+        let t = ServiceTokens::parse(&format!("studio={A}, ops = {B}")).unwrap();
+        assert_eq!(t.service_of(A), Some("studio"));
+        assert_eq!(t.service_of(B), Some("ops"));
+        assert_eq!(t.service_of("aaaa"), None);
+        assert_eq!(t.service_of(""), None);
+    }
+
+    #[test]
+    fn bad_token_lists_are_refused_without_repeating_a_token() {
+        for (text, words) in [
+            ("", "no API tokens"),
+            ("studio", "entry 1 is not service=token"),
+            ("studio=tiny-token", "shorter than 24"),
+            (&format!("a={A},a={B}") as &str, "named twice"),
+            (&format!("a={A},b={A}"), "shares its token"),
+        ] {
+            let e = ServiceTokens::parse(text).unwrap_err().to_string();
+            assert!(e.contains(words), "{text}: {e}");
+            assert!(!e.contains(A) && !e.contains("tiny-token"), "{e}");
+        }
+        let debug = format!("{:?}", ServiceTokens::parse(&format!("studio={A}")).unwrap());
+        assert!(debug.contains("studio") && !debug.contains(A), "{debug}");
+    }
+}

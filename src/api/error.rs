@@ -1,0 +1,212 @@
+//! The API's errors: a stable slug, an HTTP status and the words a person reads — never a stack trace, never a
+//! secret. A refusal the caller can act on keeps the library's own words (they say what to do); a failure of a
+//! system (the database, a broker's management) is logged in full with an incident id and answered with that id
+//! and plain words only, because its chain may name hosts and internals the caller has no business seeing.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::jobs::executor::error_chain;
+use crate::registry::RegistryError;
+use crate::transfer::actions::ActionError;
+use crate::transfer::orphans::OrphanError;
+use crate::transfer::permissions::{MissingGrant, PermissionError};
+use crate::transfer::service::ServiceError;
+use crate::transfer::view::ViewError;
+
+/// An answer other than success: `{"error": slug, "message": words}` (plus `missing_grant` when a grant is
+/// missing) with its status.
+#[derive(Debug)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A stable, machine-readable name for the case (documented in the OpenAPI document).
+    pub slug: &'static str,
+    /// What happened and what to do, in words.
+    pub message: String,
+    /// The grant the operator lacks, when that is the reason.
+    pub missing_grant: Option<MissingGrant>,
+}
+
+impl ApiError {
+    /// An error with `status`, `slug` and `message`.
+    pub fn new(status: StatusCode, slug: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, slug, message: message.into(), missing_grant: None }
+    }
+
+    /// 400: the request is malformed.
+    pub fn bad_request(slug: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, slug, message)
+    }
+
+    /// 404: no such thing — or one the operator may not see, answered exactly alike (SPEC §9).
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not-found", message)
+    }
+
+    /// 403: the operator lacks `missing`.
+    pub fn missing_grant(missing: MissingGrant) -> ApiError {
+        ApiError {
+            status: StatusCode::FORBIDDEN,
+            slug: "missing-grant",
+            message: missing.to_string(),
+            missing_grant: Some(missing),
+        }
+    }
+
+    /// A failure of a system: logged whole under a new incident id; the caller gets the id and `what` failed.
+    pub fn internal(what: &str, error: &(dyn std::error::Error + 'static)) -> ApiError {
+        let incident = uuid::Uuid::new_v4();
+        tracing::error!(%incident, error = %error_chain(error), "API request failed: {what}");
+        let (status, slug) = if is_database(error) {
+            (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable")
+        } else {
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+        };
+        ApiError::new(
+            status,
+            slug,
+            format!("{what} failed; the service's log has the details under incident {incident}"),
+        )
+    }
+}
+
+/// Whether `error` (or a cause) is the database out of reach (no connection, pool exhausted): the caller may
+/// retry later (503). Any other failure is ours (500).
+fn is_database(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(db) = e.downcast_ref::<sqlx::Error>() {
+            return matches!(
+                db,
+                sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed
+            );
+        }
+        next = e.source();
+    }
+    false
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": self.slug, "message": self.message });
+        if let Some(m) = &self.missing_grant {
+            body["missing_grant"] =
+                json!({ "principal": m.principal, "permission": m.permission.as_str(), "cluster": m.cluster });
+        }
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<ActionError> for ApiError {
+    fn from(e: ActionError) -> ApiError {
+        use StatusCode as S;
+        let (status, slug) = match &e {
+            ActionError::NotFound(_) => (S::NOT_FOUND, "not-found"),
+            ActionError::State { .. } => (S::CONFLICT, "run-state"),
+            ActionError::Expired { .. } => (S::CONFLICT, "preview-expired"),
+            ActionError::PlanHash { .. } => (S::CONFLICT, "plan-hash-mismatch"),
+            ActionError::Refused(_) => (S::CONFLICT, "preview-refused"),
+            ActionError::SourceBusy(_) => (S::CONFLICT, "source-busy"),
+            ActionError::NotAcknowledged(_) => (S::UNPROCESSABLE_ENTITY, "not-acknowledged"),
+            ActionError::UnknownAcknowledgement(_) => (S::UNPROCESSABLE_ENTITY, "unknown-acknowledgement"),
+            ActionError::Confirmation { .. } => (S::UNPROCESSABLE_ENTITY, "confirmation-required"),
+            ActionError::Cap { .. } => (S::UNPROCESSABLE_ENTITY, "safety-cap"),
+            ActionError::Unsupported(_) => (S::UNPROCESSABLE_ENTITY, "unsupported"),
+            ActionError::Invalid(_) => (S::BAD_REQUEST, "invalid-request"),
+            ActionError::Permission(m) => return ApiError::missing_grant(m.clone()),
+            ActionError::Database { .. } | ActionError::Jobs(_) | ActionError::Db(_) => {
+                return ApiError::internal("the action", &e)
+            }
+        };
+        // The CLI's words name its flags; the API's fields are named after them (`confirm`, `acknowledged`,
+        // `override_cap`), so the words still point at the right thing.
+        let message = e.to_string().replace("--ack <code>", "acknowledged").replace("--override-cap", "override_cap");
+        ApiError::new(status, slug, message.replace("(--confirm ", "(confirm: "))
+    }
+}
+
+impl From<PermissionError> for ApiError {
+    fn from(e: PermissionError) -> ApiError {
+        match e {
+            PermissionError::Missing(m) => ApiError::missing_grant(m),
+            PermissionError::Db(_) => ApiError::internal("reading the grants", &e),
+        }
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> ApiError {
+        match &e {
+            RegistryError::NotFound(words) => ApiError::not_found(words.clone()),
+            RegistryError::Conflict(words) => ApiError::new(StatusCode::CONFLICT, "conflict", words.clone()),
+            RegistryError::MissingCredentials(words) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing-credentials", words.clone())
+            }
+            RegistryError::Discovery(words) => ApiError::new(StatusCode::BAD_GATEWAY, "discovery", words.clone()),
+            RegistryError::Db(_) | RegistryError::Jolokia(_) => ApiError::internal("the cluster registry", &e),
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> ApiError {
+        match e {
+            ServiceError::Registry(r) => r.into(),
+            ServiceError::Permission(p) => p.into(),
+            ServiceError::Db(_) => ApiError::internal("the preview", &e),
+        }
+    }
+}
+
+impl From<ViewError> for ApiError {
+    fn from(e: ViewError) -> ApiError {
+        match &e {
+            ViewError::NotFound(run) => ApiError::not_found(format!("there is no run {run}")),
+            _ => ApiError::internal("reading the run", &e),
+        }
+    }
+}
+
+impl From<OrphanError> for ApiError {
+    fn from(e: OrphanError) -> ApiError {
+        match e {
+            OrphanError::Registry(r) => r.into(),
+            OrphanError::Permission(p) => p.into(),
+            OrphanError::Missing { .. } => ApiError::not_found(e.to_string()),
+            OrphanError::Owned { .. } | OrphanError::InUse { .. } | OrphanError::Left { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "orphan-state", e.to_string())
+            }
+            ref refusal if refusal.is_refusal() => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "orphan-refused", e.to_string())
+            }
+            _ => ApiError::internal("the orphan return", &e),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> ApiError {
+        ApiError::internal("the database", &e)
+    }
+}
+
+impl From<crate::jobs::Error> for ApiError {
+    fn from(e: crate::jobs::Error) -> ApiError {
+        match &e {
+            crate::jobs::Error::Setting { .. } => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-setting", e.to_string())
+            }
+            crate::jobs::Error::RunNotFound(_) => ApiError::not_found(e.to_string()),
+            _ => ApiError::internal("the job engine", &e),
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! What a platform asks of the service rather than of a run: liveness, readiness, Prometheus metrics, the OpenAPI
+//! document, the answer to an unknown path, and one log line per request.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::error::ApiError;
+use super::ApiState;
+use crate::jobs::{JobState, RunState};
+
+/// The OpenAPI document (hand-written; a test checks every path in it is routed).
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// `GET /health`: the process answers. Nothing else is checked, so a slow database never gets it restarted.
+pub async fn health() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `GET /ready`: 200 when the database answers and holds this build's schema; 503 with the reason otherwise.
+pub async fn ready(State(state): State<ApiState>) -> Response {
+    let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    let applied: Result<Option<i64>, sqlx::Error> =
+        sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success").fetch_one(&state.pool).await;
+    let not_ready = |why: String| (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "not ready", "why": why })));
+    match applied {
+        Ok(Some(v)) if v == newest => (StatusCode::OK, Json(json!({ "status": "ready", "schema": v }))).into_response(),
+        Ok(Some(v)) if v > newest => not_ready(format!(
+            "the database's schema ({v}) is newer than this build's ({newest}): deploy the newer build"
+        ))
+        .into_response(),
+        Ok(v) => not_ready(format!(
+            "the database's schema ({}) is older than this build's ({newest}): run `artemis-transfer migrate`",
+            v.unwrap_or(0)
+        ))
+        .into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: the database does not answer");
+            not_ready("the database does not answer".into()).into_response()
+        }
+    }
+}
+
+/// `GET /metrics`: gauges read from the database at each scrape (so every replica reports the same figures; sum
+/// nothing across replicas): runs by state, jobs by state, the slots taken and their limit, and the messages of
+/// the runs not yet ended by outcome.
+pub async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError> {
+    let pool = &state.pool;
+    let runs: Vec<(String, i64)> =
+        sqlx::query_as("SELECT state, count(*) FROM transfer_run GROUP BY state").fetch_all(pool).await?;
+    let jobs: Vec<(String, i64)> =
+        sqlx::query_as("SELECT state, count(*) FROM job GROUP BY state").fetch_all(pool).await?;
+    let slots: i64 = sqlx::query_scalar("SELECT count(*) FROM run_slot").fetch_one(pool).await?;
+    let limit = crate::jobs::settings::load(pool).await?.concurrent_runs;
+    let live: (i64, i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT coalesce(sum((counters->>'staged')::bigint), 0)::bigint, \
+                coalesce(sum((counters->>'delivered')::bigint), 0)::bigint, \
+                coalesce(sum((counters->>'delivered_bytes')::bigint), 0)::bigint, \
+                coalesce(sum((counters->>'dead_lettered')::bigint), 0)::bigint, \
+                coalesce(sum((counters->>'returned')::bigint), 0)::bigint \
+         FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning')",
+    )
+    .fetch_one(pool)
+    .await?;
+
+    let mut out = String::new();
+    let count = |rows: &[(String, i64)], state: &str| rows.iter().find(|(s, _)| s == state).map_or(0, |(_, n)| *n);
+    gauge(&mut out, "artemis_transfer_runs", "Runs on record, by state.");
+    for s in RunState::ALL {
+        let _ = writeln!(out, "artemis_transfer_runs{{state=\"{}\"}} {}", s.as_str(), count(&runs, s.as_str()));
+    }
+    gauge(&mut out, "artemis_transfer_jobs", "Relay jobs on record, by state.");
+    for s in JobState::ALL {
+        let _ = writeln!(out, "artemis_transfer_jobs{{state=\"{}\"}} {}", s.as_str(), count(&jobs, s.as_str()));
+    }
+    gauge(&mut out, "artemis_transfer_run_slots_taken", "Runs holding an execution slot (concurrent runs).");
+    let _ = writeln!(out, "artemis_transfer_run_slots_taken {slots}");
+    gauge(&mut out, "artemis_transfer_run_slots_limit", "The concurrent runs setting.");
+    let _ = writeln!(out, "artemis_transfer_run_slots_limit {limit}");
+    gauge(&mut out, "artemis_transfer_live_run_messages", "Messages of the runs not yet ended, by outcome so far.");
+    for (outcome, n) in [("staged", live.0), ("delivered", live.1), ("dead_lettered", live.3), ("returned", live.4)] {
+        let _ = writeln!(out, "artemis_transfer_live_run_messages{{outcome=\"{outcome}\"}} {n}");
+    }
+    gauge(&mut out, "artemis_transfer_live_run_delivered_bytes", "Body bytes delivered by the runs not yet ended.");
+    let _ = writeln!(out, "artemis_transfer_live_run_delivered_bytes {}", live.2);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out).into_response())
+}
+
+fn gauge(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+/// Any other path.
+pub async fn no_such_route(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no-such-route",
+        format!("there is no {} {}: see /openapi.json", request.method(), request.uri().path()),
+    )
+}
+
+/// One log line per request: method, path (never the query string), status and time taken.
+pub async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    // The path only: a query string is the caller's and is not logged.
+    let route = request.uri().path().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if status >= 500 {
+        tracing::warn!(%method, route, status, ms, "API request");
+    } else {
+        tracing::info!(%method, route, status, ms, "API request");
+    }
+    response
+}

@@ -1,0 +1,329 @@
+//! Runs: list, view, follow (server-sent events), and the operator's actions — execute, stop, resume, return.
+//! The actions are `transfer::actions` (the SQL functions the Studio backend also calls), so their checks, words
+//! and audit rows are the same whichever way an operator comes.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use futures_util::stream::{self, Stream};
+use serde::Deserialize;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::auth::Caller;
+use super::error::ApiError;
+use super::ApiState;
+use crate::jobs::runs::{self, StopRequest};
+use crate::jobs::{RunId, RunState};
+use crate::transfer::actions::{self, Confirmation, RETURN_WARNING};
+use crate::transfer::view::{self, LinesQuery};
+
+/// A path's run id, refused in words when it is not a UUID.
+fn run_id(text: &str) -> Result<Uuid, ApiError> {
+    text.parse().map_err(|_| ApiError::bad_request("invalid-run-id", format!("{text:?} is not a run id (a UUID)")))
+}
+
+/// 404 unless `run` exists and the operator may see both its clusters.
+async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result<(), ApiError> {
+    if view::visible(&state.pool, run, &caller.operator).await? {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(format!("there is no run {run}")))
+    }
+}
+
+/// A JSON body, or a 400 in the extractor's words.
+fn body<T>(body: Result<Json<T>, axum::extract::rejection::JsonRejection>) -> Result<T, ApiError> {
+    body.map(|Json(b)| b).map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))
+}
+
+/// Query of `GET /api/v1/runs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// At most this many (1–500, default 50).
+    pub limit: Option<i64>,
+    /// Only runs in this state.
+    pub state: Option<String>,
+    /// Only runs made before this instant (RFC 3339): the next page is `before=<created_at of the last>`.
+    pub before: Option<DateTime<Utc>>,
+}
+
+/// `GET /api/v1/runs`: the newest runs the operator may see.
+pub async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::bad_request("invalid-request", "limit must be between 1 and 500"));
+    }
+    if let Some(s) = &q.state {
+        s.parse::<RunState>().map_err(|_| {
+            let known: Vec<&str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::bad_request("invalid-request", format!("{s:?} is not a run state; states: {}", known.join(", ")))
+        })?;
+    }
+    let query = LinesQuery { limit, state: q.state, visible_to: Some(caller.operator), before: q.before };
+    let lines = view::lines(&state.pool, &query).await?;
+    Ok(Json(json!({ "runs": lines })))
+}
+
+/// `GET /api/v1/runs/{run}`: the run's view (SPEC §7) — pipeline, rate, ETA, per-node outcome, events.
+pub async fn get(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run): Path<String>,
+) -> Result<Json<view::RunView>, ApiError> {
+    let run = run_id(&run)?;
+    require_visible(&state, run, &caller).await?;
+    Ok(Json(view::load(&state.pool, run).await?))
+}
+
+/// The body of `POST /api/v1/runs/{run}/execute`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteBody {
+    /// The plan hash the preview answered.
+    pub plan_hash: String,
+    /// The preview's needs-acknowledgement codes, acknowledged.
+    #[serde(default)]
+    pub acknowledged: Vec<String>,
+    /// The source queue's name, typed (a move, or a run over the safety cap or of unknown size).
+    pub confirm: Option<String>,
+    /// Run although over the safety cap or of unknown size.
+    #[serde(default)]
+    pub override_cap: bool,
+}
+
+/// `POST /api/v1/runs/{run}/execute`: 202 once the run is queued for a worker (with its place when every slot is
+/// taken).
+pub async fn execute(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run): Path<String>,
+    request: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&run)?;
+    let b = body(request)?;
+    let confirm = Confirmation {
+        plan_hash: b.plan_hash,
+        acknowledged: b.acknowledged,
+        typed_queue: b.confirm,
+        override_cap: b.override_cap,
+    };
+    actions::execute(&state.pool, run, &confirm, &caller.operator, state.max_attempts).await?;
+    let place = runs::queue_position(&state.pool, RunId(run)).await?;
+    Ok(accepted(run, "queued", json!({ "queue_position": place })))
+}
+
+/// 202 with `{run, state, …extra}` and where to follow it.
+fn accepted(run: Uuid, state: &str, extra: serde_json::Value) -> Response {
+    let mut answer = json!({ "run": run, "state": state, "events": format!("/api/v1/runs/{run}/events") });
+    if let (Some(a), Some(e)) = (answer.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    (StatusCode::ACCEPTED, Json(answer)).into_response()
+}
+
+/// The body of `POST /api/v1/runs/{run}/stop`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopBody {
+    /// Why (recorded on the run); default "operator request".
+    pub reason: Option<String>,
+}
+
+/// `POST /api/v1/runs/{run}/stop`: the batch in flight finishes first. 200 `stopped` when nothing was in
+/// flight, 202 `stop_requested` when a batch is, 200 `already_ended` with the state it ended in.
+pub async fn stop(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run): Path<String>,
+    request: Option<Json<StopBody>>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&run)?;
+    let reason = request.and_then(|Json(b)| b.reason).unwrap_or_else(|| "operator request".into());
+    let answer = match actions::stop(&state.pool, run, &reason, &caller.operator).await? {
+        StopRequest::Stopped => (StatusCode::OK, json!({ "run": run, "result": "stopped", "state": "stopped" })),
+        StopRequest::Requested => (
+            StatusCode::ACCEPTED,
+            json!({ "run": run, "result": "stop_requested", "message": "the batch in flight finishes first" }),
+        ),
+        StopRequest::AlreadyEnded(s) => {
+            (StatusCode::OK, json!({ "run": run, "result": "already_ended", "state": s.as_str() }))
+        }
+    };
+    Ok((answer.0, Json(answer.1)).into_response())
+}
+
+/// `POST /api/v1/runs/{run}/resume`: a stopped, interrupted or failed run goes on from where it stopped.
+pub async fn resume(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run): Path<String>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&run)?;
+    actions::resume(&state.pool, run, &caller.operator, state.max_attempts).await?;
+    Ok(accepted(run, "queued", json!({})))
+}
+
+/// The body of `POST /api/v1/runs/{run}/return`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReturnBody {
+    /// The source queue's name, typed to confirm.
+    pub confirm: Option<String>,
+}
+
+/// `POST /api/v1/runs/{run}/return`: what a stopped, interrupted or failed move holds in staging goes back to its
+/// source queue. Needs the source queue's name typed (`confirm`); without it, 422 says what a return does.
+pub async fn return_to_source(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run): Path<String>,
+    request: Option<Json<ReturnBody>>,
+) -> Result<Response, ApiError> {
+    let run = run_id(&run)?;
+    require_visible(&state, run, &caller).await?;
+    let typed = request.and_then(|Json(b)| b.confirm);
+    let line =
+        view::line(&state.pool, run).await?.ok_or_else(|| ApiError::not_found(format!("there is no run {run}")))?;
+    let source = line.source_queue.unwrap_or_default();
+    if typed.as_deref() != Some(source.as_str()) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "confirmation-required",
+            format!("{RETURN_WARNING} To return what run {run} holds in staging, type the source queue's name: confirm: {source}"),
+        ));
+    }
+    actions::return_to_source(&state.pool, run, &caller.operator, state.max_attempts).await?;
+    Ok(accepted(run, "returning", json!({})))
+}
+
+/// Query of the event stream: resume after this event id (as the `Last-Event-ID` header does).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// The last event id already seen.
+    pub after: Option<i64>,
+}
+
+/// How long after it was written an event row is still looked for out of order. Event ids come from one sequence
+/// but become visible when their transaction commits, so a row can appear after a higher id was already sent
+/// (two writers of one run's log at once: a batch and a stop). A transaction of a batch lasts at most its lease.
+const LATE_WINDOW_SECS: i64 = 120;
+
+/// Where a stream is: the highest event id sent, the ids sent recently (to send a late row once), the progress
+/// last sent, whether the end was sent.
+struct Cursor {
+    state: ApiState,
+    run: Uuid,
+    after: i64,
+    /// Where the client resumed: it has every row up to here.
+    floor: i64,
+    recent: Vec<(i64, std::time::Instant)>,
+    last_progress: Option<serde_json::Value>,
+    ended: bool,
+    first: bool,
+}
+/// `GET /api/v1/runs/{run}/events`: server-sent events. Each row of the run's event log is an SSE event named
+/// after its kind, with the row's id as the SSE id (so a reconnecting client's `Last-Event-ID`, or `?after=`,
+/// resumes without a gap or a repeat); `progress` events (no id) carry the state and counters whenever they
+/// change. The stream ends after the run's last event once the run has ended (an `end` event says so).
+///
+/// No row is skipped: one that commits after a higher id was sent (see [`LATE_WINDOW_SECS`]) is sent when it
+/// appears, once, out of id order; a client that resumes from such a row's id may get a few rows again (their ids
+/// tell), never miss one.
+pub async fn events(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let run = run_id(&run)?;
+    let Query(q) = query.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    require_visible(&state, run, &caller).await?;
+    let from_header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    let after = q.after.or(from_header).unwrap_or(0);
+    let cursor =
+        Cursor { state, run, after, floor: after, recent: Vec::new(), last_progress: None, ended: false, first: true };
+    let stream = stream::unfold(cursor, |mut c| async move {
+        if c.ended {
+            return None;
+        }
+        if !c.first {
+            tokio::time::sleep(c.state.events_every).await;
+        }
+        c.first = false;
+        let batch = next_events(&mut c).await;
+        Some((stream::iter(batch.into_iter().map(Ok)), c))
+    });
+    use futures_util::StreamExt as _;
+    Ok(Sse::new(stream.flatten()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// What a stream sends next: new event rows, then progress if it changed, then `end` once the run has ended.
+/// A database error is sent as an `error` event and the stream goes on (the client sees why it is quiet).
+async fn next_events(c: &mut Cursor) -> Vec<Event> {
+    let pool = &c.state.pool;
+    let mut out = Vec::new();
+    c.recent.retain(|(_, at)| at.elapsed().as_secs() < 2 * LATE_WINDOW_SECS as u64);
+    let recent: Vec<i64> = c.recent.iter().map(|(id, _)| *id).collect();
+    // New rows in order, and rows below the highest sent that committed late (never sent twice).
+    let rows: Result<Vec<crate::jobs::store::record::RunEvent>, sqlx::Error> = sqlx::query_as(
+        "(SELECT id, at, kind, detail FROM run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT 500) \
+         UNION ALL \
+         (SELECT id, at, kind, detail FROM run_event WHERE run_id = $1 AND id <= $2 AND id > $3 \
+          AND at > now() - make_interval(secs => $4) AND NOT (id = ANY($5)) ORDER BY id) \
+         ORDER BY id",
+    )
+    .bind(c.run)
+    .bind(c.after)
+    .bind(c.floor)
+    .bind(LATE_WINDOW_SECS as f64)
+    .bind(&recent)
+    .fetch_all(pool)
+    .await;
+    let line = view::line(pool, c.run).await;
+    let (rows, line) = match (rows, line) {
+        (Ok(rows), Ok(Some(line))) => (rows, line),
+        (_, Ok(None)) => {
+            c.ended = true;
+            return vec![Event::default().event("end").data(json!({ "run": c.run, "state": "gone" }).to_string())];
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!(run = %c.run, error = %e, "event stream: the database does not answer");
+            return vec![Event::default()
+                .event("error")
+                .data(json!({ "message": "the database does not answer; retrying" }).to_string())];
+        }
+    };
+    let more_rows = rows.iter().filter(|r| r.id > c.after).count() == 500;
+    for row in rows {
+        c.after = c.after.max(row.id);
+        c.recent.push((row.id, std::time::Instant::now()));
+        let data = json!({ "id": row.id, "at": row.at, "kind": row.kind, "detail": row.detail });
+        out.push(Event::default().id(row.id.to_string()).event(row.kind.clone()).data(data.to_string()));
+    }
+    let progress = json!({ "state": line.state, "counters": line.counters, "stop_reason": line.stop_reason, "last_error": line.last_error });
+    if c.last_progress.as_ref() != Some(&progress) {
+        out.push(Event::default().event("progress").data(progress.to_string()));
+        c.last_progress = Some(progress);
+    }
+    let ended = line.state.parse::<RunState>().map(|s| s.is_ended() && s != RunState::Previewed).unwrap_or(false);
+    if ended && !more_rows {
+        c.ended = true;
+        out.push(Event::default().event("end").data(json!({ "run": c.run, "state": line.state }).to_string()));
+    }
+    out
+}

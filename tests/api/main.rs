@@ -1,0 +1,514 @@
+//! The HTTP API (SPEC §10) as the console's backend meets it: the real binary (`artemis-transfer serve`) on a
+//! free port, real workers, the real test bed, the Java client's census as the judge of what moved.
+//!
+//! - `the_door`: a call needs a known token and an operator; every path of the OpenAPI document is routed;
+//!   health, readiness and metrics answer without a token; the token never reaches the service's log.
+//! - `a_move_end_to_end`: preview → execute (its refusals first) → followed by server-sent events to the end,
+//!   resumed mid-way by `Last-Event-ID` without a gap or a repeat; the census is exact; an operator without
+//!   grants sees no such run.
+//! - `stop_resume_return`: a paced run stopped, resumed, stopped again and returned, all through the API; every
+//!   message once, on the source or the target.
+//! - `refusals`: a missing grant (403, with the grant), an invisible cluster (404), settings (admin only,
+//!   audited, validated), malformed calls (400) — each with its slug and words, never a secret.
+
+#[allow(dead_code)]
+#[path = "../relay/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use testbed::TestBed;
+use uuid::Uuid;
+
+use support::{assert_exactly_once, census, source_and_target, World, OPERATOR};
+
+/// The service token of these tests (long enough for the server's minimum).
+const TOKEN: &str = "api-test-token-0123456789abcdef";
+
+/// `artemis-transfer serve` on a free port of 127.0.0.1, over `world`'s database.
+struct Api {
+    child: Child,
+    base: String,
+    client: reqwest::Client,
+    log: PathBuf,
+    /// Every body answered, for the check that no secret is ever in one.
+    bodies: std::sync::Mutex<Vec<String>>,
+}
+
+impl Api {
+    async fn start(world: &World) -> Api {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let log = world.log_dir.join("serve.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env("DATABASE_URL", &world.url)
+            .env("ARTEMIS_TRANSFER_API_TOKENS", format!("studio={TOKEN}"))
+            .env("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "200")
+            .env("RUST_LOG", "info,artemis_transfer=debug")
+            .envs(world.worker_env(&[]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start artemis-transfer serve");
+        let api = Api {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(),
+            log,
+            bodies: Default::default(),
+        };
+        support::wait_for("the API to answer /health", Duration::from_secs(30), || async {
+            api.client.get(format!("{}/health", api.base)).send().await.ok().filter(|r| r.status().is_success())
+        })
+        .await;
+        api
+    }
+
+    /// A call as the service, for `operator` (`None`: no X-Operator header), with an optional JSON body.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        operator: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(TOKEN);
+        if let Some(o) = operator {
+            request = request.header("X-Operator", o);
+        }
+        if let Some(b) = body {
+            request = request.json(&b);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        self.bodies.lock().unwrap().push(text.clone());
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    async fn get(&self, path: &str, operator: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, Some(operator), None).await
+    }
+
+    async fn post(&self, path: &str, operator: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, Some(operator), Some(body)).await
+    }
+
+    /// The server-sent events of `run` from `last_event_id` until the stream ends: (event, id, data).
+    async fn events(&self, run: Uuid, last_event_id: Option<i64>) -> Vec<(String, Option<i64>, Value)> {
+        let mut request = self
+            .client
+            .get(format!("{}/api/v1/runs/{run}/events", self.base))
+            .bearer_auth(TOKEN)
+            .header("X-Operator", OPERATOR);
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let mut response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let mut text = String::new();
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        self.bodies.lock().unwrap().push(text.clone());
+        let mut events = Vec::new();
+        for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+            let (mut name, mut id, mut data) = (String::from("message"), None, String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    name = v.trim().to_string();
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().parse().unwrap());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if !data.is_empty() {
+                events.push((name, id, serde_json::from_str(&data).unwrap()));
+            }
+        }
+        events
+    }
+
+    /// Panics if any answer or the service's log holds the token or the brokers' password.
+    fn assert_no_secret(&self) {
+        let password = &TestBed::get().nodes[0].password;
+        let log = std::fs::read_to_string(&self.log).unwrap();
+        for (what, text) in self.bodies.lock().unwrap().iter().map(|b| ("an answer", b)).chain([("the log", &log)]) {
+            assert!(!text.contains(TOKEN), "{what} holds the token: {text}");
+            assert!(!text.contains(password.as_str()), "{what} holds the broker password: {text}");
+        }
+    }
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn move_body(source: &str, target: &str) -> Value {
+    json!({
+        "source": { "cluster": "east", "node": "east-1", "queue": source },
+        "target": { "cluster": "west", "node": "west-1", "queue": target },
+        "selection": { "kind": "all" },
+    })
+}
+
+/// Previews a move through the API (201, runnable) and executes it; returns the run.
+async fn preview_and_execute(api: &Api, source: &str, target: &str) -> Uuid {
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(source, target)).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    assert_eq!(stored["can_start"], json!(true), "{stored:#}");
+    let run: Uuid = stored["run_id"].as_str().unwrap().parse().unwrap();
+    let execute = json!({
+        "plan_hash": stored["plan_hash"],
+        "acknowledged": acks(&stored),
+        "confirm": source,
+        "override_cap": true,
+    });
+    let (status, answer) = api.post(&format!("/api/v1/runs/{run}/execute"), OPERATOR, execute).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    run
+}
+
+/// The needs-acknowledgement codes of a stored preview.
+fn acks(stored: &Value) -> Vec<Value> {
+    stored["preview"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "needs_ack")
+        .map(|f| f["code"].clone())
+        .collect()
+}
+
+/// The slug of an error answer, after checking it has words.
+fn slug(answer: &Value) -> &str {
+    assert!(answer["message"].as_str().is_some_and(|m| !m.is_empty()), "an error without words: {answer}");
+    answer["error"].as_str().unwrap_or_else(|| panic!("not an error answer: {answer}"))
+}
+
+#[tokio::test]
+async fn the_door_needs_a_token_and_an_operator_and_every_documented_path_is_routed() {
+    let world = World::new("api_door", &[]).await;
+    let api = Api::start(&world).await;
+    let client = &api.client;
+
+    for path in ["/health", "/ready", "/metrics", "/openapi.json"] {
+        let r = client.get(format!("{}{path}", api.base)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path} without a token");
+    }
+    let ready: Value = client.get(format!("{}/ready", api.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["status"], "ready", "{ready}");
+    let metrics = client.get(format!("{}/metrics", api.base)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("artemis_transfer_runs{state=\"running\"} 0"), "{metrics}");
+    assert!(metrics.contains("artemis_transfer_run_slots_limit 4"), "{metrics}");
+
+    // Every path and method of the document is routed: without a token, /api/v1 answers 401 (not the 404 of an
+    // unknown path), with the Bearer challenge.
+    let doc: Value = client.get(format!("{}/openapi.json", api.base)).send().await.unwrap().json().await.unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() >= 18, "{} paths", paths.len());
+    for (path, methods) in paths {
+        let concrete = path
+            .replace("{run}", &Uuid::new_v4().to_string())
+            .replace("{cluster}", "east")
+            .replace("{key}", "batch_size");
+        for method in methods.as_object().unwrap().keys() {
+            let m: Method = method.to_uppercase().parse().unwrap();
+            let r = client.request(m.clone(), format!("{}{concrete}", api.base)).send().await.unwrap();
+            if path.starts_with("/api/v1") {
+                assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{m} {path}");
+                assert_eq!(r.headers()["www-authenticate"], "Bearer", "{m} {path}");
+                let body: Value = r.json().await.unwrap();
+                assert_eq!(slug(&body), "unauthenticated", "{m} {path}");
+            } else {
+                assert_eq!(r.status(), StatusCode::OK, "{m} {path}");
+            }
+        }
+    }
+    let (status, answer) = api.get("/api/v1/no/such/thing", OPERATOR).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::NOT_FOUND, "no-such-route"));
+
+    // A wrong token, a token of another scheme, no operator.
+    let r = client
+        .get(format!("{}/api/v1/runs", api.base))
+        .bearer_auth("not-the-token-0123456789abcdef")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = client.get(format!("{}/api/v1/runs", api.base)).basic_auth("studio", Some(TOKEN)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let (status, answer) = api.call(Method::GET, "/api/v1/runs", None, None).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "no-operator"));
+    let (status, answer) = api.get("/api/v1/runs", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["runs"], json!([]));
+
+    // The clusters, without their credentials' reference.
+    let (status, answer) = api.get("/api/v1/clusters", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = answer["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["east", "west"]);
+    assert!(!answer.to_string().contains("testbed"), "the credentials' reference is shown: {answer}");
+    api.assert_no_secret();
+}
+
+#[tokio::test]
+async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() {
+    let (source, target, ids) = source_and_target("api_move", 300).await;
+    let mut world = World::new("api_move", &[("batch_size", json!(50))]).await;
+    let api = Api::start(&world).await;
+    world.spawn_worker("w1", &[]).await;
+
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    assert_eq!(stored["preview"]["selection_size"], json!(300), "{stored:#}");
+    let run: Uuid = stored["run_id"].as_str().unwrap().parse().unwrap();
+    let path = |tail: &str| format!("/api/v1/runs/{run}{tail}");
+
+    // Execute refuses a wrong hash, then a missing typed name, each with its slug; then starts.
+    let mut execute = json!({ "plan_hash": "0".repeat(64), "acknowledged": acks(&stored), "override_cap": true });
+    let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::CONFLICT, "plan-hash-mismatch"), "{answer}");
+    execute["plan_hash"] = stored["plan_hash"].clone();
+    let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains(&format!("confirm: {source}")), "{answer}");
+    execute["confirm"] = json!(source);
+    let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    assert_eq!(answer["events"], json!(path("/events")));
+    let (status, answer) = api.post(&path("/execute"), OPERATOR, execute).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::CONFLICT, "run-state"), "{answer}");
+
+    // Followed to the end: the event log in order, progress, then `end`.
+    let events = api.events(run, None).await;
+    let names: Vec<&str> = events.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names.last(), Some(&"end"), "{names:?}");
+    assert_eq!(events.last().unwrap().2["state"], "succeeded", "{events:?}");
+    assert!(names.contains(&"progress"), "{names:?}");
+    let ids_sent: Vec<i64> = events.iter().filter_map(|(_, id, _)| *id).collect();
+    let logged: Vec<i64> = sqlx::query_scalar("SELECT id FROM run_event WHERE run_id = $1 ORDER BY id")
+        .bind(run)
+        .fetch_all(&world.pool)
+        .await
+        .unwrap();
+    assert_eq!(ids_sent, logged, "every event once, in order");
+    for (name, id, data) in &events {
+        if id.is_some() {
+            assert_eq!(data["kind"].as_str(), Some(name.as_str()), "{data}");
+        }
+    }
+    let last_progress = events.iter().rev().find(|(n, _, _)| n == "progress").unwrap();
+    assert_eq!(last_progress.2["counters"]["delivered"], json!(300), "{last_progress:?}");
+    // Resumed after an event in the middle: exactly the rest.
+    let middle = logged[logged.len() / 2];
+    let rest = api.events(run, Some(middle)).await;
+    let rest_ids: Vec<i64> = rest.iter().filter_map(|(_, id, _)| *id).collect();
+    assert_eq!(rest_ids, logged.iter().copied().filter(|id| *id > middle).collect::<Vec<_>>());
+    assert_eq!(rest.last().unwrap().0, "end");
+
+    let (status, view) = api.get(&path(""), OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(view["state"], "succeeded", "{view:#}");
+    let (_, list) = api.get("/api/v1/runs?state=succeeded&limit=10", OPERATOR).await;
+    assert_eq!(list["runs"][0]["id"], json!(run), "{list}");
+    let (status, answer) = api.get("/api/v1/runs?state=sleeping", OPERATOR).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+
+    let bed = TestBed::get();
+    let on_target = census(bed.node("west-1"), &target).await;
+    let on_source = census(bed.node("east-1"), &source).await;
+    assert_exactly_once(&ids, &on_target, &[&on_source]);
+
+    // An operator with no grant sees no such run: the same 404 as a run that does not exist.
+    let (status, answer) = api.get(&path(""), "stranger").await;
+    assert_eq!((status, slug(&answer)), (StatusCode::NOT_FOUND, "not-found"), "{answer}");
+    assert_eq!(answer["message"], json!(format!("there is no run {run}")));
+    let other = Uuid::new_v4();
+    let (status, nothing) = api.get(&format!("/api/v1/runs/{other}"), OPERATOR).await;
+    assert_eq!(
+        (status, nothing["message"].clone()),
+        (StatusCode::NOT_FOUND, json!(format!("there is no run {other}")))
+    );
+    let (_, list) = api.get("/api/v1/runs", "stranger").await;
+    assert_eq!(list["runs"], json!([]));
+    let (status, _) = api.call(Method::GET, &path("/events"), Some("stranger"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    api.assert_no_secret();
+}
+
+#[tokio::test]
+async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
+    let (source, target, ids) = source_and_target("api_return", 400).await;
+    let mut world = World::new("api_return", &[("batch_size", json!(20)), ("messages_per_second", json!(40))]).await;
+    let api = Api::start(&world).await;
+    world.spawn_worker("w1", &[]).await;
+    let run = preview_and_execute(&api, &source, &target).await;
+    let path = |tail: &str| format!("/api/v1/runs/{run}{tail}");
+    let state = |world: &World| {
+        let pool = world.pool.clone();
+        async move {
+            let (s, delivered): (String, i64) = sqlx::query_as(
+                "SELECT state, coalesce((counters->>'delivered')::bigint, 0) FROM transfer_run WHERE id = $1",
+            )
+            .bind(run)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (s, delivered)
+        }
+    };
+    support::wait_for("a first batch delivered", Duration::from_secs(60), || async {
+        (state(&world).await.1 > 0).then_some(())
+    })
+    .await;
+
+    let (status, answer) = api.post(&path("/stop"), OPERATOR, json!({ "reason": "api test" })).await;
+    assert!(matches!(status, StatusCode::OK | StatusCode::ACCEPTED), "{status} {answer}");
+    assert!(matches!(answer["result"].as_str(), Some("stopped" | "stop_requested")), "{answer}");
+    world.wait_run(run, &["stopped"], Duration::from_secs(60)).await;
+    let (_, view) = api.get(&path(""), OPERATOR).await;
+    assert_eq!(view["stop_reason"], format!("stopped by {OPERATOR}: api test"), "{view:#}");
+
+    let (status, answer) = api.call(Method::POST, &path("/resume"), Some(OPERATOR), None).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let before = state(&world).await.1;
+    support::wait_for("a batch after the resume", Duration::from_secs(60), || async {
+        let (s, delivered) = state(&world).await;
+        (s == "running" && delivered > before).then_some(())
+    })
+    .await;
+    let (status, answer) = api.post(&path("/stop"), OPERATOR, json!({})).await;
+    assert!(matches!(status, StatusCode::OK | StatusCode::ACCEPTED), "{status} {answer}");
+    world.wait_run(run, &["stopped"], Duration::from_secs(60)).await;
+
+    // A return needs the source queue's name typed; the refusal says what a return does.
+    let (status, answer) = api.post(&path("/return"), OPERATOR, json!({})).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("Messages already delivered stay on the target"), "{answer}");
+    let (status, answer) = api.post(&path("/return"), OPERATOR, json!({ "confirm": source })).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let (_, counters) = world.wait_run(run, &["returned"], Duration::from_secs(120)).await;
+    assert!(counters.delivered > 0 && counters.delivered < 400, "{counters:?}");
+
+    let bed = TestBed::get();
+    let on_target = census(bed.node("west-1"), &target).await;
+    let on_source = census(bed.node("east-1"), &source).await;
+    let mut each = BTreeMap::new();
+    for (id, n) in on_target.iter().chain(on_source.iter()) {
+        *each.entry(id.clone()).or_insert(0) += n;
+    }
+    let expected: BTreeMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
+    assert_eq!(each, expected, "every message once, on the source or the target");
+    assert_eq!(on_target.len() as i64, counters.delivered);
+    api.assert_no_secret();
+}
+
+#[tokio::test]
+async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
+    let (source, target, _) = source_and_target("api_refuse", 5).await;
+    let world = World::new("api_refuse", &[]).await;
+    let api = Api::start(&world).await;
+    for cluster in ["east", "west"] {
+        sqlx::query(
+            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ('viewer', $1, 'cluster:read', 'test')",
+        )
+        .bind(cluster)
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    }
+
+    // A missing grant: 403 with the grant, audited.
+    let (status, answer) = api.post("/api/v1/previews", "viewer", move_body(&source, &target)).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::FORBIDDEN, "missing-grant"), "{answer}");
+    assert_eq!(
+        answer["missing_grant"],
+        json!({ "principal": "viewer", "permission": "message:move", "cluster": "east" })
+    );
+    let refused: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit WHERE actor = 'viewer' AND action = 'preview' AND outcome = 'refused'",
+    )
+    .fetch_one(&world.pool)
+    .await
+    .unwrap();
+    assert_eq!(refused, 1);
+    // Targets: visible, disabled, saying why.
+    let (status, answer) = api.get("/api/v1/clusters/east/targets", "viewer").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let west = answer["targets"].as_array().unwrap().iter().find(|t| t["cluster"] == "west").unwrap().clone();
+    assert_eq!(west["enabled"], json!(false), "{answer}");
+    assert!(west["reason"].as_str().unwrap().contains("message:send"), "{answer}");
+    // An invisible cluster is not found, as an unregistered one.
+    let (status, invisible) = api.post("/api/v1/previews", "nobody", move_body(&source, &target)).await;
+    assert_eq!((status, slug(&invisible)), (StatusCode::NOT_FOUND, "not-found"), "{invisible}");
+    let mut unknown = move_body(&source, &target);
+    unknown["source"]["cluster"] = json!("nowhere");
+    let (_, unregistered) = api.post("/api/v1/previews", OPERATOR, unknown).await;
+    assert_eq!(slug(&unregistered), "not-found");
+    let (status, _) = api.get("/api/v1/clusters/east/targets", "nobody").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Malformed calls.
+    let mut empty_filter = move_body(&source, &target);
+    empty_filter["selection"] = json!({ "kind": "filter", "value": "  " });
+    let (status, answer) = api.post("/api/v1/previews", OPERATOR, empty_filter).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-selection"), "{answer}");
+    let (status, answer) = api.post("/api/v1/previews", OPERATOR, json!({ "source": "east-1" })).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+    let (status, answer) = api.get("/api/v1/runs/not-a-uuid", OPERATOR).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-run-id"), "{answer}");
+    let (status, answer) =
+        api.post(&format!("/api/v1/runs/{}/execute", Uuid::new_v4()), OPERATOR, json!({ "plan_hash": "x" })).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::NOT_FOUND, "not-found"), "{answer}");
+
+    // Settings: admin on '*' only (audited), validated, with the old and the new value.
+    let (status, answer) =
+        api.call(Method::PUT, "/api/v1/settings/batch_size", Some("viewer"), Some(json!({ "value": 150 }))).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::FORBIDDEN, "missing-grant"), "{answer}");
+    let (status, answer) =
+        api.call(Method::PUT, "/api/v1/settings/batch_size", Some(OPERATOR), Some(json!({ "value": 150 }))).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!((answer["old"].clone(), answer["new"].clone()), (json!(200), json!(150)), "{answer}");
+    let chain = json!({ "value": ["a.dmq", "b.dmq"] });
+    let (status, answer) = api.call(Method::PUT, "/api/v1/settings/dmq_chain", Some(OPERATOR), Some(chain)).await;
+    assert_eq!((status, answer["new"].clone()), (StatusCode::OK, json!(["a.dmq", "b.dmq"])), "{answer}");
+    let wait = json!({ "value": "5m" });
+    let (status, answer) =
+        api.call(Method::PUT, "/api/v1/settings/capacity_wait_secs", Some(OPERATOR), Some(wait)).await;
+    assert_eq!((status, answer["new"].clone()), (StatusCode::OK, json!(300)), "{answer}");
+    let (status, answer) =
+        api.call(Method::PUT, "/api/v1/settings/batch_size", Some(OPERATOR), Some(json!({ "value": "many" }))).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid-setting"), "{answer}");
+    let (status, answer) =
+        api.call(Method::PUT, "/api/v1/settings/no_such_key", Some(OPERATOR), Some(json!({ "value": 1 }))).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid-setting"), "{answer}");
+    let audited: Vec<(String, String)> = sqlx::query_as(
+        "SELECT actor, outcome FROM audit WHERE action = 'settings.set' AND target = 'setting batch_size' ORDER BY id",
+    )
+    .fetch_all(&world.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        &audited[..2],
+        &[("viewer".to_string(), "refused".to_string()), (OPERATOR.to_string(), "ok".to_string())]
+    );
+    let (_, shown) = api.get("/api/v1/settings", "viewer").await;
+    let batch = shown["settings"].as_array().unwrap().iter().find(|s| s["key"] == "batch_size").unwrap().clone();
+    assert_eq!((batch["value"].clone(), batch["updated_by"].clone()), (json!(150), json!(OPERATOR)));
+    api.assert_no_secret();
+}
