@@ -24,12 +24,16 @@ const CORE_BASE_PORT: u16 = 61_616;
 /// HTTP (web console) port of a broker made by `artemis create` before its `--port-offset`.
 const HTTP_BASE_PORT: u16 = 8_161;
 
+/// `artemis create`'s disk limit, which a scratch broker raises to 100 unless its options replace it.
+pub const DEFAULT_MAX_DISK_USAGE: &str = "<max-disk-usage>90</max-disk-usage>";
+
 /// How to make a scratch broker.
 #[derive(Debug, Clone, Default)]
 pub struct ScratchOptions {
     /// Start the web console, so Jolokia answers at [`ScratchBroker::jolokia_url`].
     pub web: bool,
-    /// Text replacements applied to `etc/broker.xml` after `artemis create`, in order: `(find, replace)`.
+    /// Text replacements applied to `etc/broker.xml` after `artemis create`, in order: `(find, replace)`. The
+    /// disk limit ([`DEFAULT_MAX_DISK_USAGE`]) is then raised to 100 if no replacement changed it.
     /// Each `find` must occur (the start fails otherwise), and only its first occurrence is replaced. For
     /// example `("</address-settings>", "<address-setting match=\"#\">…</address-setting></address-settings>")`
     /// or `("<core ", …)`.
@@ -112,14 +116,15 @@ impl ScratchBroker {
             String::from_utf8_lossy(&out.stderr)
         );
         let xml_path = dir.join("etc").join("broker.xml");
-        if !options.broker_xml.is_empty() {
-            let mut xml = std::fs::read_to_string(&xml_path).expect("the scratch broker.xml");
-            for (find, replace) in &options.broker_xml {
-                assert!(xml.contains(find.as_str()), "scratch broker.xml has no `{find}` to replace");
-                xml = xml.replacen(find.as_str(), replace, 1);
-            }
-            std::fs::write(&xml_path, xml).expect("the scratch broker.xml");
+        let mut xml = std::fs::read_to_string(&xml_path).expect("the scratch broker.xml");
+        for (find, replace) in &options.broker_xml {
+            assert!(xml.contains(find.as_str()), "scratch broker.xml has no `{find}` to replace");
+            xml = xml.replacen(find.as_str(), replace, 1);
         }
+        // As the test bed's nodes (scripts/testbed, patch_broker_xml): never blocked by the shared host's disk,
+        // unless the test set its own limit above.
+        xml = xml.replacen(DEFAULT_MAX_DISK_USAGE, "<max-disk-usage>100</max-disk-usage>", 1);
+        std::fs::write(&xml_path, xml).expect("the scratch broker.xml");
         let child = run_instance(&dir);
         let mut broker = ScratchBroker { dir, child: Some(child), core_port, http_port, user, password };
         broker.wait_ready().await;
