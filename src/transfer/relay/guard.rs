@@ -138,7 +138,9 @@ pub fn check_target(queue: &str, facts: &EndFacts, batch: BatchSize, threshold_p
         }
     }
     match (node.broker.disk_store_usage, node.broker.max_disk_usage) {
-        (_, Some(max)) if max <= 0 || max >= 100 => TargetCheck::Go,
+        // -1 turns the broker's check off and 100 is never exceeded (it blocks only above the limit); 0 blocks
+        // every message, so it waits below like any disk at its limit (as the preview refuses it).
+        (_, Some(max)) if !(0..100).contains(&max) => TargetCheck::Go,
         (Some(usage), Some(max)) => {
             let pct = usage * 100.0;
             if pct >= max as f64 * f64::from(threshold_pct) / 100.0 {
@@ -330,6 +332,13 @@ mod tests {
         assert!(matches!(check_target("q", &disk, BATCH, 90), TargetCheck::Wait(w) if w.contains("disk")));
         disk.node.as_mut().unwrap().broker.disk_store_usage = Some(0.80);
         assert_eq!(check_target("q", &disk, BATCH, 90), TargetCheck::Go);
+        // The test bed's limit: 100 never blocks, nor does -1 (off); 0 blocks every message.
+        disk.node.as_mut().unwrap().broker.disk_store_usage = Some(0.99);
+        for (max, waits) in [(100, false), (-1, false), (0, true), (99, true)] {
+            disk.node.as_mut().unwrap().broker.max_disk_usage = Some(max);
+            let check = check_target("q", &disk, BATCH, 90);
+            assert_eq!(matches!(check, TargetCheck::Wait(_)), waits, "max-disk-usage {max}: {check:?}");
+        }
     }
 
     #[test]
