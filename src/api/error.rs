@@ -129,8 +129,12 @@ impl From<ActionError> for ApiError {
         };
         // The CLI's words name its flags; the API's fields are named after them (`confirm`, `acknowledged`,
         // `override_cap`), so the words still point at the right thing.
-        let message = e.to_string().replace("--ack <code>", "acknowledged").replace("--override-cap", "override_cap");
-        ApiError::new(status, slug, message.replace("(--confirm ", "(confirm: "))
+        let message = e
+            .to_string()
+            .replace("(--ack <code>)", "(list their codes in `acknowledged`)")
+            .replace("pass --override-cap", "send `override_cap: true`")
+            .replace("(--confirm ", "(confirm: ");
+        ApiError::new(status, slug, message)
     }
 }
 
@@ -208,5 +212,44 @@ impl From<crate::jobs::Error> for ApiError {
             crate::jobs::Error::RunNotFound(_) => ApiError::not_found(e.to_string()),
             _ => ApiError::internal("the job engine", &e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::permissions::Permission;
+
+    #[test]
+    fn refusals_keep_their_words_with_the_apis_field_names() {
+        let cap: ApiError = ActionError::Cap { cap: 1000 }.into();
+        assert_eq!((cap.status, cap.slug), (StatusCode::UNPROCESSABLE_ENTITY, "safety-cap"));
+        assert!(cap.message.ends_with("send `override_cap: true` to run it"), "{}", cap.message);
+        let ack: ApiError = ActionError::NotAcknowledged("target-missing".into()).into();
+        assert_eq!(
+            ack.message,
+            "acknowledge these findings to run it (list their codes in `acknowledged`): target-missing"
+        );
+        let typed: ApiError = ActionError::Confirmation { expected: "orders".into(), why: String::new() }.into();
+        assert_eq!(typed.message, "type the source queue's name to arm this run (confirm: orders)");
+        let missing =
+            MissingGrant { principal: "bob".into(), permission: Permission::MessageSend, cluster: "west".into() };
+        let forbidden: ApiError = ActionError::Permission(missing).into();
+        assert_eq!((forbidden.status, forbidden.slug), (StatusCode::FORBIDDEN, "missing-grant"));
+        assert_eq!(forbidden.missing_grant.unwrap().cluster, "west");
+    }
+
+    #[test]
+    fn a_failure_of_a_system_answers_an_incident_not_its_causes() {
+        let e: ApiError = ActionError::Db(sqlx::Error::PoolTimedOut).into();
+        assert_eq!((e.status, e.slug), (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable"));
+        assert!(
+            e.message.starts_with("the action failed; the service's log has the details under incident "),
+            "{}",
+            e.message
+        );
+        let e: ApiError = ActionError::Db(sqlx::Error::RowNotFound).into();
+        assert_eq!((e.status, e.slug), (StatusCode::INTERNAL_SERVER_ERROR, "internal"));
+        assert!(!e.message.contains("no rows"), "{}", e.message);
     }
 }
