@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -41,6 +42,15 @@ async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result
 /// A JSON body, or a 400 in the extractor's words.
 fn body<T>(body: Result<Json<T>, axum::extract::rejection::JsonRejection>) -> Result<T, ApiError> {
     body.map(|Json(b)| b).map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))
+}
+
+/// A body that may be left out: none (or only white space) is the default; one that is not the call's JSON is a
+/// 400 in the API's own error form.
+fn optional_body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request("invalid-request", format!("the body: {e}")))
 }
 
 /// Query of `GET /api/v1/runs`.
@@ -148,10 +158,10 @@ pub async fn stop(
     State(state): State<ApiState>,
     caller: Caller,
     Path(run): Path<String>,
-    request: Option<Json<StopBody>>,
+    request: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
-    let reason = request.and_then(|Json(b)| b.reason).unwrap_or_else(|| "operator request".into());
+    let reason = optional_body::<StopBody>(&request)?.reason.unwrap_or_else(|| "operator request".into());
     let answer = match actions::stop(&state.pool, run, &reason, &caller.operator).await? {
         StopRequest::Stopped => (StatusCode::OK, json!({ "run": run, "result": "stopped", "state": "stopped" })),
         StopRequest::Requested => (
@@ -190,11 +200,11 @@ pub async fn return_to_source(
     State(state): State<ApiState>,
     caller: Caller,
     Path(run): Path<String>,
-    request: Option<Json<ReturnBody>>,
+    request: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
     require_visible(&state, run, &caller).await?;
-    let typed = request.and_then(|Json(b)| b.confirm);
+    let typed = optional_body::<ReturnBody>(&request)?.confirm;
     let line =
         view::line(&state.pool, run).await?.ok_or_else(|| ApiError::not_found(format!("there is no run {run}")))?;
     let source = line.source_queue.unwrap_or_default();

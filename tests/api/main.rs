@@ -470,6 +470,18 @@ async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-selection"), "{answer}");
     let (status, answer) = api.post("/api/v1/previews", OPERATOR, json!({ "source": "east-1" })).await;
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+    let stop = api
+        .client
+        .post(format!("{}/api/v1/runs/{}/stop", api.base, Uuid::new_v4()))
+        .bearer_auth(TOKEN)
+        .header("X-Operator", OPERATOR)
+        .body("{\"reason\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), StatusCode::BAD_REQUEST);
+    let answer: Value = stop.json().await.unwrap();
+    assert_eq!(slug(&answer), "invalid-request", "a malformed optional body answers in the API's form: {answer}");
     let (status, answer) = api.get("/api/v1/runs/not-a-uuid", OPERATOR).await;
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-run-id"), "{answer}");
     let (status, answer) =
