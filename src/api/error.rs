@@ -197,6 +197,20 @@ impl From<OrphanError> for ApiError {
     }
 }
 
+/// A body that is not the call's JSON: 400 in the API's form, with the extractor's words.
+impl From<axum::extract::rejection::JsonRejection> for ApiError {
+    fn from(e: axum::extract::rejection::JsonRejection) -> ApiError {
+        ApiError::bad_request("invalid-request", e.body_text())
+    }
+}
+
+/// A query string that is not the call's: 400 in the API's form, with the extractor's words.
+impl From<axum::extract::rejection::QueryRejection> for ApiError {
+    fn from(e: axum::extract::rejection::QueryRejection) -> ApiError {
+        ApiError::bad_request("invalid-request", e.body_text())
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> ApiError {
         ApiError::internal("the database", &e)

@@ -67,7 +67,7 @@ pub async fn preview(
     caller: Caller,
     body: Result<Json<PreviewBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    let Json(body) = body?;
     check_selection(&body.selection)?;
     let current = settings::load(&state.pool).await?;
     let preview_settings = PreviewSettings {

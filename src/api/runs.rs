@@ -39,11 +39,6 @@ async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result
     }
 }
 
-/// A JSON body, or a 400 in the extractor's words.
-fn body<T>(body: Result<Json<T>, axum::extract::rejection::JsonRejection>) -> Result<T, ApiError> {
-    body.map(|Json(b)| b).map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))
-}
-
 /// A body that may be left out: none (or only white space) is the default; one that is not the call's JSON is a
 /// 400 in the API's own error form.
 fn optional_body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
@@ -71,7 +66,7 @@ pub async fn list(
     caller: Caller,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    let Query(q) = query?;
     let limit = q.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
         return Err(ApiError::bad_request("invalid-request", "limit must be between 1 and 500"));
@@ -123,7 +118,7 @@ pub async fn execute(
     request: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
-    let b = body(request)?;
+    let Json(b) = request?;
     let confirm = Confirmation {
         plan_hash: b.plan_hash,
         acknowledged: b.acknowledged,
@@ -261,7 +256,7 @@ pub async fn events(
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let run = run_id(&run)?;
-    let Query(q) = query.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    let Query(q) = query?;
     require_visible(&state, run, &caller).await?;
     let from_header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     let after = q.after.or(from_header).unwrap_or(0);

@@ -61,7 +61,7 @@ pub async fn set(
     Path(key): Path<String>,
     request: Result<Json<SetBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(b) = request.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    let Json(b) = request?;
     let words = as_words(&b.value)?;
     let target = format!("setting {key}");
     permissions::require_admin_audited(
@@ -107,7 +107,7 @@ pub async fn return_orphan(
     caller: Caller,
     request: Result<Json<ReturnOrphanBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Json<orphans::Returned>, ApiError> {
-    let Json(b) = request.map_err(|e| ApiError::bad_request("invalid-request", e.body_text()))?;
+    let Json(b) = request?;
     if b.confirm.as_deref() != Some(b.queue.as_str()) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
