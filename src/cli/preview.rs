@@ -310,6 +310,7 @@ mod tests {
                 findings,
                 selection_size,
                 projected_bytes: None,
+                source_count_at_t0: None,
                 notes: vec!["a note".into()],
                 needs_typed_confirmation: true,
                 needs_cap_override: selection_size.is_none(),

@@ -11,6 +11,7 @@ pub mod outbound;
 pub mod permissions;
 pub mod plan;
 pub mod preview;
+pub mod proof;
 pub mod relay;
 pub mod service;
 pub mod staging;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
 use super::plan::{Mode, Plan, Selection, STAGING_PREFIX};
+use super::proof::SourceCount;
 use crate::broker::jolokia::{AddressSettings, FullPolicy, QueueState};
 
 /// A move by filter from a paging source refills staging only while the source broker's heap is below this
@@ -69,6 +70,8 @@ pub struct Preview {
     pub selection_size: Option<i64>,
     /// The bytes the selection is projected to take on the target, when known.
     pub projected_bytes: Option<i64>,
+    /// The source queue's counters at `t0`, which the run's end is proven against (`proof`).
+    pub source_count_at_t0: Option<SourceCount>,
     /// Things an operator should know about every run of this kind.
     pub notes: Vec<String>,
     /// The source queue's name must be typed to arm the run (a move, over the safety cap, or of unknown size).
@@ -157,7 +160,8 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
         findings,
         selection_size,
         projected_bytes: projected_bytes(facts, selection_size),
-        notes: notes(plan),
+        source_count_at_t0: source_count(facts),
+        notes: notes(plan, facts),
         needs_typed_confirmation: plan.mode == Mode::Move || over_cap,
         needs_cap_override: over_cap,
     }
@@ -180,6 +184,11 @@ fn selection_size(plan: &Plan, facts: &Facts) -> Option<i64> {
     }
 }
 
+/// The source queue's counters and its broker's start, as read at `t0`.
+fn source_count(facts: &Facts) -> Option<SourceCount> {
+    SourceCount::read(facts.source.queue.state()?, &facts.source.node.as_ref()?.broker)
+}
+
 /// `count × (source PersistentSize ÷ source MessageCount)`.
 fn projected_bytes(facts: &Facts, count: Option<i64>) -> Option<i64> {
     let state = facts.source.queue.state()?;
@@ -190,7 +199,7 @@ fn projected_bytes(facts: &Facts, count: Option<i64>) -> Option<i64> {
     Some(((count? as i128 * size as i128) / depth as i128) as i64)
 }
 
-fn notes(plan: &Plan) -> Vec<String> {
+fn notes(plan: &Plan, facts: &Facts) -> Vec<String> {
     let mut notes = vec![
         "Messages published over AMQP, MQTT, STOMP or OpenWire arrive in their Core form.".to_string(),
         "The selection is frozen at t0 by each message's timestamp, which the producer's clock set: a producer \
@@ -201,6 +210,20 @@ fn notes(plan: &Plan) -> Vec<String> {
         Mode::Move => "A move clears each message's expiration (the broker's move does); a copy keeps it.".into(),
         Mode::Copy => "A copy keeps each message's expiration.".into(),
     });
+    if let Some(waiting) = facts.source.queue.state().and_then(|q| q.scheduled_count).filter(|n| *n > 0) {
+        notes.push(match plan.mode {
+            Mode::Move => format!(
+                "{waiting} messages on the source wait for a delivery time (a redelivery delay after a rollback, or                  a scheduled delivery). Those stamped at or before t0 and not scheduled for after it are moved with                  the rest, without waiting out their delay; those scheduled for after t0 are not selected and stay."
+            ),
+            Mode::Copy => format!(
+                "{waiting} messages on the source wait for a delivery time (a redelivery delay or a scheduled                  delivery): a browser cannot see them, so a copy leaves them and reports them as not copied."
+            ),
+        });
+    }
+    notes.push(
+        "The run's end is proven against the source broker's counts: what it delivered, dead-lettered and did          not take must account for the messages counted at t0, less what consumers took meanwhile; otherwise it          ends Partial, saying what differs."
+            .into(),
+    );
     notes
 }
 

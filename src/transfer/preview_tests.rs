@@ -20,6 +20,7 @@ fn node() -> NodeFacts {
             disk_store_usage: Some(0.10),
             global_max_size: Some(1 << 30),
             address_memory_usage: Some(0),
+            uptime_millis: Some(1),
         },
         core_acceptor: Some(true),
         heap: Some(HeapUsage { used: 200 << 20, max: 512 << 20 }),
@@ -46,6 +47,9 @@ fn queue(depth: i64) -> QueueState {
         persistent_size: Some(depth * 1000),
         consumer_count: Some(1),
         consumers_before_dispatch: Some(0),
+        messages_acknowledged: Some(0),
+        messages_expired: Some(0),
+        messages_killed: Some(0),
     }
 }
 

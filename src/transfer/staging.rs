@@ -518,7 +518,8 @@ pub fn staging_mbean(mgmt: &BrokerManagement, staging: &str) -> ObjectName {
 }
 
 /// The broker's move of up to `count` messages matching `filter` from the source queue into staging
-/// (`moveMessages(count, filter, staging, false, count)`); how many moved. Zero means nothing visible matches any
+/// (`moveMessages(count, filter, staging, false, count)`) — of every match while the source holds scheduled
+/// messages (see the body); how many moved. Zero means nothing visible matches any
 /// more (messages in delivery to a consumer are skipped by the broker). A count of 0 and an empty filter are
 /// refused here: the broker reads both as "everything", which would take messages outside the frozen selection.
 pub async fn refill_by_filter(
@@ -539,8 +540,26 @@ pub async fn refill_by_filter(
         )));
     }
     let count = i32::try_from(count).unwrap_or(i32::MAX);
-    let moved = mgmt.move_messages(source, count, Some(filter), staging, false, count).await?;
+    // A counted move takes every matching message out of the broker's scheduler and moves only up to the count
+    // (`QueueImpl.iterQueue`): the rest are then in no queue until the broker restarts (docs/broker-notes.md). A
+    // redelivery delay is such a schedule, and no filter can see it. So while the source holds any scheduled
+    // message — or that is unknown — the move is not counted: the broker moves every match at once.
+    let (flush, limit) = match scheduled_count(mgmt, source).await? {
+        Some(0) => (count, count),
+        _ => (UNCOUNTED_FLUSH, -1),
+    };
+    let moved = mgmt.move_messages(source, flush, Some(filter), staging, false, limit).await?;
     Ok(moved.unsigned_abs())
+}
+
+/// The flush limit of an uncounted broker move: how many messages the broker moves per journal transaction.
+const UNCOUNTED_FLUSH: i32 = 500;
+
+/// The queue's `ScheduledCount` (a redelivery delay or a scheduled delivery time); `None` when the broker's answer
+/// is not a count.
+async fn scheduled_count(mgmt: &BrokerManagement, queue: &ObjectName) -> Result<Option<i64>, StagingError> {
+    let v = mgmt.client().request(&Request::read(queue.clone(), &["ScheduledCount"])).await?;
+    Ok(v["ScheduledCount"].as_i64())
 }
 
 /// The broker's move of each id (`moveMessage(id, staging)`), all in one batched Jolokia request; which moved and

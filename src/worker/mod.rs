@@ -24,6 +24,7 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use tower::limit::ConcurrencyLimitLayer;
 
+use crate::broker::permits::PermitSource;
 use crate::jobs::executor::{Executed, Executor, ExecutorConfig};
 use crate::jobs::handler::Registry;
 use crate::jobs::probe::{self, Probe};
@@ -31,7 +32,6 @@ use crate::jobs::prune::{self, Retention};
 use crate::jobs::runtime::{Capacity, ClaimConfig, Dispatched, JobBackend};
 use crate::jobs::wake::{self, Wake};
 use crate::jobs::Error as JobError;
-use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
 use crate::transfer::relay::{self, spool::SpoolError, MoveHandler, RelayConfig};
 

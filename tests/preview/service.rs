@@ -99,10 +99,12 @@ async fn an_unknown_node_or_cluster_is_an_error_in_words() {
         selection: Selection::All,
         operator: "bob".into(),
     };
-    let err = preview_and_store(&pool, &request, &PreviewSettings::default(), Duration::from_secs(60)).await.unwrap_err();
+    let err =
+        preview_and_store(&pool, &request, &PreviewSettings::default(), Duration::from_secs(60)).await.unwrap_err();
     assert!(err.to_string().contains("cluster east has no node east-9"), "{err}");
     request.source = queue("north", "n1", "q");
-    let err = preview_and_store(&pool, &request, &PreviewSettings::default(), Duration::from_secs(60)).await.unwrap_err();
+    let err =
+        preview_and_store(&pool, &request, &PreviewSettings::default(), Duration::from_secs(60)).await.unwrap_err();
     assert!(err.to_string().contains("no cluster named north"), "{err}");
 }
 
@@ -127,6 +129,7 @@ async fn a_target_that_is_the_source_of_an_active_run_is_refused() {
         selection: Selection::All,
         operator: "carol".into(),
     };
-    let stored = preview_and_store(&pool, &request, &PreviewSettings::default(), Duration::from_secs(60)).await.unwrap();
+    let stored =
+        preview_and_store(&pool, &request, &PreviewSettings::default(), Duration::from_secs(60)).await.unwrap();
     assert!(stored.preview.findings.iter().any(|f| f.kind == Kind::Refused && f.code == "target-in-active-run"));
 }

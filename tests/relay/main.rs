@@ -5,6 +5,7 @@ mod conditions;
 mod copy;
 mod crash;
 mod dmq;
+mod ends;
 mod faults;
 mod large;
 mod local;

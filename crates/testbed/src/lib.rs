@@ -14,9 +14,9 @@ pub mod config;
 pub mod fidelity;
 pub mod jolokia;
 mod names;
-pub mod scratch;
 pub mod postgres;
 pub mod private_postgres;
+pub mod scratch;
 
 pub use config::{Node, NodeRole, TestBed};
 pub use names::unique_name;

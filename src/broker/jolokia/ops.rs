@@ -44,6 +44,9 @@ pub struct BrokerState {
     pub global_max_size: Option<i64>,
     /// `AddressMemoryUsage` (bytes).
     pub address_memory_usage: Option<i64>,
+    /// `UptimeMillis`: how long this broker has been running. With `CurrentTimeMillis` it dates the broker's
+    /// start, which tells whether its in-memory counters (a queue's `MessagesAcknowledged`, …) began again.
+    pub uptime_millis: Option<i64>,
 }
 
 /// The attributes of [`BrokerState`], in one read.
@@ -59,6 +62,7 @@ pub const BROKER_ATTRIBUTES: &[&str] = &[
     "DiskStoreUsage",
     "GlobalMaxSize",
     "AddressMemoryUsage",
+    "UptimeMillis",
 ];
 
 impl BrokerState {
@@ -76,6 +80,7 @@ impl BrokerState {
             disk_store_usage: v["DiskStoreUsage"].as_f64(),
             global_max_size: v["GlobalMaxSize"].as_i64(),
             address_memory_usage: v["AddressMemoryUsage"].as_i64(),
+            uptime_millis: v["UptimeMillis"].as_i64(),
         }
     }
 }
@@ -148,6 +153,12 @@ pub struct QueueState {
     pub consumer_count: Option<i64>,
     /// `ConsumersBeforeDispatch`.
     pub consumers_before_dispatch: Option<i64>,
+    /// `MessagesAcknowledged`: removed by consumers and by the broker's own moves, since the broker started.
+    pub messages_acknowledged: Option<i64>,
+    /// `MessagesExpired`, since the broker started.
+    pub messages_expired: Option<i64>,
+    /// `MessagesKilled` (sent to a dead-letter address after too many deliveries), since the broker started.
+    pub messages_killed: Option<i64>,
 }
 
 /// The attributes of [`QueueState`], in one read.
@@ -170,6 +181,9 @@ pub const QUEUE_ATTRIBUTES: &[&str] = &[
     "PersistentSize",
     "ConsumerCount",
     "ConsumersBeforeDispatch",
+    "MessagesAcknowledged",
+    "MessagesExpired",
+    "MessagesKilled",
 ];
 
 impl QueueState {
@@ -202,6 +216,9 @@ impl QueueState {
             persistent_size: v["PersistentSize"].as_i64(),
             consumer_count: v["ConsumerCount"].as_i64(),
             consumers_before_dispatch: v["ConsumersBeforeDispatch"].as_i64(),
+            messages_acknowledged: v["MessagesAcknowledged"].as_i64(),
+            messages_expired: v["MessagesExpired"].as_i64(),
+            messages_killed: v["MessagesKilled"].as_i64(),
         }
     }
 }

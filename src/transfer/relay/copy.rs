@@ -28,6 +28,7 @@ use super::batch::{
 };
 use super::dmq;
 use super::ends::NodeAccess;
+use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize, TargetCheck};
 use super::state;
 use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
@@ -35,6 +36,7 @@ use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::RunState;
 use crate::transfer::outbound::{Origin, OutboundTarget};
 use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, Selected};
 
 /// How long one copy job keeps its browser. Each continuation browses again from the head past everything
@@ -60,6 +62,16 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             Selection::Ids(ids) => Some(ids.len() as i64),
             _ => run.selection_size,
         };
+    }
+    if run.create_target && !run.relay.prepared {
+        // The preview promised to create the missing target queue, as a move does (never left to auto-create).
+        let target = NodeAccess::resolve_cached(&ctx.pool, &run.plan.target, h.permits(), &h.ends).await?;
+        super::batch::create_target_queue(&target, &run).await?;
+        run.relay.prepared = true;
+        let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        state::event(tx.conn(), run.id, "target_queue_created", json!({ "queue": run.plan.target.display() })).await?;
+        tx.commit_progress().await?;
     }
     let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
     let source_conn = h.links.take(&source, config.connection_ttl).await?;
@@ -278,7 +290,10 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
 }
 
 /// The selection is browsed to its end: count what the browser could not see (in delivery to a consumer,
-/// scheduled for later; for ids also gone), remove the ledger, and end the run Succeeded or Partial.
+/// scheduled for later; for ids also gone), prove the end against the source broker's counts (`transfer::proof`),
+/// remove the ledger, and end the run Succeeded or Partial. A browser's end of queue can come early (after a
+/// journal reload; messages given back by a consumer go to the head, behind it), so an end the counts do not
+/// prove is browsed again — the ledger skips what was copied — a bounded number of times.
 pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
     let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
@@ -301,15 +316,22 @@ pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, R
             };
             let selected = Selected::Frozen { effective_filter: &effective, user_filter, t0_millis };
             let not = staging::not_taken(&source.mgmt, &source_mbean, selected).await?;
-            // Everything still visible was browsed and copied: only what the browser could not see is not copied.
+            // What is still visible was browsed and copied (or the proof below finds it was not): only what the
+            // browser could not see is not copied.
             run.counters.not_taken_in_delivery = not.in_delivery as i64;
             run.counters.not_taken_scheduled = not.scheduled as i64;
-            run.counters.selected =
-                Some(run.counters.delivered + run.counters.dead_lettered + run.counters.not_taken());
         }
     }
-    let partial = run.counters.not_taken() > 0 || run.counters.dead_lettered > 0;
-    let end = if partial { RunState::Partial } else { RunState::Succeeded };
+    let now = source_count_now(&source, &run).await?;
+    let proof = prove_end(&run, now, 0);
+    let clean_pass = run.relay.pass_started_at == Some(run.counters.delivered);
+    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, clean_pass);
+    if verdict == Verdict::AnotherPass {
+        return another_pass(ctx, &mut run, Phase::CopySlice, Some(&proof)).await;
+    }
+    let words = end_words(&run.counters, "copied", &proof, &verdict);
+    let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
+    let words = (!words.is_empty()).then(|| words.join("; "));
     let mut tx = ctx.lease.begin().await?;
     sqlx::query("DELETE FROM transfer_copy_ledger WHERE run_id = $1").bind(run.id).execute(&mut *tx.conn()).await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
@@ -320,17 +342,7 @@ pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, R
         json!({ "copied": run.counters.delivered, "not_copied": run.counters.not_taken() }),
     )
     .await?;
-    let words = partial.then(|| {
-        format!(
-            "{} selected messages were not copied ({} in delivery to a consumer, {} scheduled for later, {} gone) and \
-             {} were dead-lettered",
-            run.counters.not_taken(),
-            run.counters.not_taken_in_delivery,
-            run.counters.not_taken_scheduled,
-            run.counters.not_taken_gone,
-            run.counters.dead_lettered
-        )
-    });
+    state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
     tx.complete_and_end_run(end, words.as_deref()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }

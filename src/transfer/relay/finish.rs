@@ -17,8 +17,10 @@ use super::state::{self, MoveRun};
 use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::RunState;
+use crate::transfer::gather::end_facts;
 use crate::transfer::outbound::{Origin, OutboundTarget};
 use crate::transfer::plan::Selection;
+use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
 use crate::transfer::staging::{self, Selected, StagingSpec};
 
 /// How many times a finish sends a filter run back to relaying because messages matching it reappeared on the
@@ -42,8 +44,10 @@ async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
     Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
 }
 
-/// Staging is empty and the selection exhausted: count what was not taken by cause, remove staging and its
-/// settings, and end the run Succeeded — or Partial when anything selected was not taken or was dead-lettered.
+/// Staging is empty and the selection exhausted: count what was not taken by cause, prove the end against the
+/// source broker's counts (`transfer::proof`), remove staging and its settings, and end the run Succeeded — or
+/// Partial when anything selected was not taken, was dead-lettered, or is not accounted for. An end the counts
+/// do not prove sends the run back to refilling, a bounded number of times.
 pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
     let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
@@ -69,24 +73,25 @@ pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayE
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
     if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
         // Still matching and visible on the source: a consumer gave messages back after the last refill. Take them.
-        run.relay.exhausted = false;
-        run.relay.finish_rechecks += 1;
-        let mut tx = ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        tx.complete_and_enqueue(&Phase::Relay.job()).await?;
-        return Ok(Outcome::Committed(tx.commit().await?));
+        return another_pass(ctx, &mut run, Phase::Relay, None).await;
     }
     run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
     run.counters.not_taken_scheduled = not_taken.scheduled as i64;
     run.counters.not_taken_gone = not_taken.other as i64;
-    if frozen {
-        // A filter's size is known only now: what was delivered or dead-lettered, and what was not taken.
-        run.counters.selected = Some(run.counters.delivered + run.counters.dead_lettered + run.counters.not_taken());
+    let now = source_count_now(&source, &run).await?;
+    let staged = run.counters.staged;
+    let proof = prove_end(&run, now, staged);
+    // A move's last pass is its refills finding nothing more: the broker's own scan of the whole queue.
+    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
+    if verdict == Verdict::AnotherPass {
+        return another_pass(ctx, &mut run, Phase::Relay, Some(&proof)).await;
     }
     staging::remove(&source.mgmt, &spec, false).await?;
 
-    let partial = run.counters.not_taken() > 0 || run.counters.dead_lettered > 0;
-    let end = if partial { RunState::Partial } else { RunState::Succeeded };
+    let c = &run.counters;
+    let words = end_words(c, "taken", &proof, &verdict);
+    let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
+    let words = (!words.is_empty()).then(|| words.join("; "));
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     state::event(
@@ -96,18 +101,80 @@ pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayE
         json!({ "queue": staging_queue, "delivered": run.counters.delivered, "not_taken": run.counters.not_taken() }),
     )
     .await?;
-    let words = partial.then(|| {
-        format!(
-            "{} selected messages were not taken ({} in delivery to a consumer, {} scheduled for later, {} gone) and \
-             {} were dead-lettered",
-            run.counters.not_taken(),
-            run.counters.not_taken_in_delivery,
-            run.counters.not_taken_scheduled,
-            run.counters.not_taken_gone,
-            run.counters.dead_lettered
-        )
-    });
+    state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
     tx.complete_and_end_run(end, words.as_deref()).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// The source queue's counters now (one batched read of the queue and its broker), for the proof of the end.
+pub(crate) async fn source_count_now(source: &NodeAccess, run: &MoveRun) -> Result<Option<SourceCount>, RelayError> {
+    let facts = end_facts(&source.mgmt, &run.plan.source).await?;
+    Ok(facts.queue.state().zip(facts.node.as_ref()).and_then(|(queue, node)| SourceCount::read(queue, &node.broker)))
+}
+
+/// The proof of a run's end from its counters: an id selection id by id, a frozen selection against the source
+/// broker's counts at `t0` and `now`. `moved_out_by_run` is what the run itself took out of the source queue.
+pub(crate) fn prove_end(run: &MoveRun, now: Option<SourceCount>, moved_out_by_run: i64) -> Proof {
+    let c = &run.counters;
+    let outcome = proof::Outcome {
+        delivered: c.delivered,
+        dead_lettered: c.dead_lettered,
+        not_taken: c.not_taken(),
+        returned: c.returned,
+        moved_out_by_run,
+    };
+    match &run.plan.selection {
+        Selection::Ids(ids) => proof::prove_each(ids.iter().collect::<HashSet<_>>().len() as i64, outcome),
+        Selection::All | Selection::Filter(_) => proof::prove(run.selection_size, run.source_count_at_t0, now, outcome),
+    }
+}
+
+/// Why a run ends Partial, in words (`verb`: what the run does to a message, "taken" or "copied"); empty when it
+/// ends Succeeded.
+pub(crate) fn end_words(c: &state::Counters, verb: &str, proof: &Proof, verdict: &Verdict) -> Vec<String> {
+    let mut words = Vec::new();
+    if c.not_taken() > 0 {
+        words.push(format!(
+            "{} selected messages were not {verb} ({} in delivery to a consumer, {} scheduled for later, {} gone)",
+            c.not_taken(),
+            c.not_taken_in_delivery,
+            c.not_taken_scheduled,
+            c.not_taken_gone
+        ));
+    }
+    if c.dead_lettered > 0 {
+        words.push(format!("{} were dead-lettered", c.dead_lettered));
+    }
+    if *verdict == Verdict::Unproven {
+        words.push(proof.words());
+    }
+    words
+}
+
+/// The `end_proof` event: what the broker's counts said of the end.
+pub(crate) fn proof_event(proof: &Proof) -> serde_json::Value {
+    json!({ "proven": proof.is_proven(), "words": proof.words() })
+}
+
+/// Sends the run back over the source once more (`phase`: a relay batch, a local chunk, a copy slice), counting
+/// the pass; with `proof`, records why.
+pub(crate) async fn another_pass(
+    ctx: &JobContext,
+    run: &mut MoveRun,
+    phase: Phase,
+    proof: Option<&Proof>,
+) -> Result<Outcome, RelayError> {
+    run.relay.exhausted = false;
+    run.relay.finish_rechecks += 1;
+    run.relay.pass_started_at = Some(run.counters.delivered);
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    if let Some(proof) = proof {
+        let mut event = proof_event(proof);
+        event["pass"] = json!(run.relay.finish_rechecks);
+        state::event(tx.conn(), run.id, "another_pass", event).await?;
+    }
+    tx.complete_and_enqueue(&phase.job()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }
 

@@ -34,7 +34,7 @@ use serde_json::json;
 
 use super::batch::{create_target_queue, source_queue_mbean, wait_for_room};
 use super::ends::NodeAccess;
-use super::finish::selected_for_not_taken;
+use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::state::{self, MoveRun, RefillIntent};
 use super::{fault, MoveHandler, Phase, RelayError};
@@ -44,6 +44,7 @@ use crate::jobs::settings::{self, Settings};
 use crate::jobs::RunState;
 use crate::transfer::gather::end_facts;
 use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, StagingError};
 
 /// How many times the end sends a filter run back to moving because matching messages reappeared on the source
@@ -380,33 +381,20 @@ async fn finish(
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
     if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
         // Still matching and visible on the source: a consumer gave messages back after the last chunk.
-        run.relay.exhausted = false;
-        run.relay.finish_rechecks += 1;
-        let mut tx = ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        tx.complete_and_enqueue(&Phase::LocalMove.job()).await?;
-        return Ok(Outcome::Committed(tx.commit().await?));
+        return another_pass(ctx, run, Phase::LocalMove, None).await;
     }
-    let c = &mut run.counters;
-    c.not_taken_in_delivery = not_taken.in_delivery as i64;
-    c.not_taken_scheduled = not_taken.scheduled as i64;
-    c.not_taken_gone = not_taken.other as i64;
-    if frozen {
-        // A filter's size is known only now — unless a lost answer left some of it uncertain.
-        c.selected = (c.uncertain == 0).then(|| c.delivered + c.dead_lettered + c.not_taken());
+    run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
+    run.counters.not_taken_scheduled = not_taken.scheduled as i64;
+    run.counters.not_taken_gone = not_taken.other as i64;
+    let now = source_count_now(node, run).await?;
+    // What the broker moved out of the source: every delivered message, and up to `uncertain` more.
+    let proof = prove_end(run, now, run.counters.delivered + run.counters.uncertain);
+    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
+    if verdict == Verdict::AnotherPass && run.counters.uncertain == 0 {
+        return another_pass(ctx, run, Phase::LocalMove, Some(&proof)).await;
     }
-    let partial = c.not_taken() > 0 || c.dead_lettered > 0 || c.uncertain > 0;
-    let end = if partial { RunState::Partial } else { RunState::Succeeded };
-    let mut words = Vec::new();
-    if c.not_taken() > 0 {
-        words.push(format!(
-            "{} selected messages were not taken ({} in delivery to a consumer, {} scheduled for later, {} gone)",
-            c.not_taken(),
-            c.not_taken_in_delivery,
-            c.not_taken_scheduled,
-            c.not_taken_gone
-        ));
-    }
+    let c = &run.counters;
+    let mut words = end_words(c, "taken", &proof, &verdict);
     if c.uncertain > 0 {
         words.push(format!(
             "the broker's answer to a move was lost (a worker crash or an error mid-call): up to {} messages may \
@@ -415,6 +403,7 @@ async fn finish(
             c.uncertain
         ));
     }
+    let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
     let words = (!words.is_empty()).then(|| words.join("; "));
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
@@ -429,6 +418,7 @@ async fn finish(
         }),
     )
     .await?;
+    state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
     tx.complete_and_end_run(end, words.as_deref()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }

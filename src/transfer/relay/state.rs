@@ -28,8 +28,12 @@ pub struct RelayState {
     /// For an id selection: the ids the broker did not move (not on the source queue, in delivery, scheduled,
     /// or gone); classified by cause at the finish.
     pub not_moved: Vec<i64>,
-    /// How many times the finish found more of a filter's messages on the source and relayed again.
+    /// How many extra passes over the source the end asked for: more of a filter's messages found on the source,
+    /// or an end the source broker's counts did not prove (`transfer::proof`).
     pub finish_rechecks: u32,
+    /// A copy: how many messages it had copied when its latest extra pass began (a pass that copies nothing more
+    /// is a clean one).
+    pub pass_started_at: Option<i64>,
     /// A move on one node: ids whose `moveMessage` failed with an error (not a "not found"), handed to the
     /// broker again before the cursor moves on. A failed call moved nothing: the broker's move is per message.
     pub retry_ids: Vec<i64>,
@@ -122,6 +126,8 @@ pub struct MoveRun {
     pub source_paged: bool,
     /// The preview's selection size, when it was known.
     pub selection_size: Option<i64>,
+    /// The source queue's counters at `t0` (the preview's), which the end is proven against.
+    pub source_count_at_t0: Option<crate::transfer::proof::SourceCount>,
     /// Why the run was asked to stop, when it was.
     pub stop_reason: Option<String>,
 }
@@ -180,6 +186,11 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateErr
     let create_target = found("target-queue-created");
     let source_paged = found("source-paged");
     let selection_size = row.preview.as_ref().and_then(|p| p.get("selection_size")).and_then(|v| v.as_i64());
+    let source_count_at_t0 = row
+        .preview
+        .as_ref()
+        .and_then(|p| p.get("source_count_at_t0"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
     Ok(MoveRun {
         id: row.id,
         plan,
@@ -190,6 +201,7 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateErr
         create_target,
         source_paged,
         selection_size,
+        source_count_at_t0,
         stop_reason: row.stop_reason,
     })
 }
@@ -275,6 +287,7 @@ mod tests {
             prepared: true,
             not_moved: vec![9],
             finish_rechecks: 1,
+            pass_started_at: Some(5),
             retry_ids: vec![11],
             dead_letter: vec![4],
         };

@@ -198,14 +198,8 @@ mod tests {
     #[test]
     fn unknown_codes_fall_back_to_generic() {
         assert_eq!(ExceptionType::try_from_code(207), None);
-        assert_eq!(
-            ExceptionType::from_code(207),
-            ExceptionType::GenericException
-        );
-        assert_eq!(
-            ExceptionType::from_code(-1),
-            ExceptionType::GenericException
-        );
+        assert_eq!(ExceptionType::from_code(207), ExceptionType::GenericException);
+        assert_eq!(ExceptionType::from_code(-1), ExceptionType::GenericException);
         assert_eq!(ExceptionType::from_name("NOPE"), None);
         assert_eq!(ExceptionType::AddressFull.to_string(), "ADDRESS_FULL (210)");
     }

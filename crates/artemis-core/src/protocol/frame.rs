@@ -86,18 +86,10 @@ impl FrameDecoder {
         let len = i32::from_be_bytes([src[0], src[1], src[2], src[3]]);
         let len = match usize::try_from(len) {
             Ok(n) if n >= HEADER_AFTER_LENGTH_LEN => n,
-            _ => {
-                return Err(DecodeError::InvalidLength {
-                    what: "frame",
-                    len: i64::from(len),
-                })
-            }
+            _ => return Err(DecodeError::InvalidLength { what: "frame", len: i64::from(len) }),
         };
         if len > self.max_frame_len {
-            return Err(DecodeError::FrameTooLarge {
-                len,
-                max: self.max_frame_len,
-            });
+            return Err(DecodeError::FrameTooLarge { len, max: self.max_frame_len });
         }
         let total = LENGTH_FIELD_LEN + len;
         if src.len() < total {
@@ -108,13 +100,7 @@ impl FrameDecoder {
         frame.advance(LENGTH_FIELD_LEN);
         let packet_type = frame.get_i8();
         let channel_id = frame.get_i64();
-        Ok(Some(Frame {
-            header: FrameHeader {
-                packet_type,
-                channel_id,
-            },
-            body: frame,
-        }))
+        Ok(Some(Frame { header: FrameHeader { packet_type, channel_id }, body: frame }))
     }
 }
 
@@ -127,9 +113,7 @@ pub fn encode_frame(
     version: ProtocolVersion,
     dst: &mut BytesMut,
 ) -> Result<usize, EncodeError> {
-    encode_frame_with(channel_id, packet.packet_type(), dst, |buf| {
-        packet.encode(version, buf)
-    })
+    encode_frame_with(channel_id, packet.packet_type(), dst, |buf| packet.encode(version, buf))
 }
 
 /// Writes a frame whose body is produced by `body`; see [`encode_frame`].
@@ -147,10 +131,7 @@ pub fn encode_frame_with(
     let len = dst.len() - start - LENGTH_FIELD_LEN;
     let Ok(len_i32) = i32::try_from(len) else {
         dst.truncate(start);
-        return Err(EncodeError::FrameTooLarge {
-            len,
-            max: i32::MAX as usize,
-        });
+        return Err(EncodeError::FrameTooLarge { len, max: i32::MAX as usize });
     };
     dst[start..start + LENGTH_FIELD_LEN].copy_from_slice(&len_i32.to_be_bytes());
     Ok(len + LENGTH_FIELD_LEN)
@@ -169,34 +150,15 @@ mod tests {
         // core-protocol.md §6.2: PING(60000) on channel 0.
         let golden = hex("00 00 00 11 0A 00 00 00 00 00 00 00 00 00 00 00 00 00 00 EA 60");
         let mut b = BytesMut::new();
-        let n = encode_frame(
-            0,
-            &Packet::Ping(Ping {
-                connection_ttl: 60_000,
-            }),
-            ProtocolVersion::V135,
-            &mut b,
-        )
-        .unwrap();
+        let n = encode_frame(0, &Packet::Ping(Ping { connection_ttl: 60_000 }), ProtocolVersion::V135, &mut b).unwrap();
         assert_eq!(n, golden.len());
         assert_eq!(b.to_vec(), golden);
         let mut src = BytesMut::from(&golden[..]);
         let frame = FrameDecoder::default().decode(&mut src).unwrap().unwrap();
         assert!(src.is_empty());
-        assert_eq!(
-            frame.header,
-            FrameHeader {
-                packet_type: packet_type::PING,
-                channel_id: 0
-            }
-        );
+        assert_eq!(frame.header, FrameHeader { packet_type: packet_type::PING, channel_id: 0 });
         assert_eq!(frame.wire_len(), 21);
-        assert_eq!(
-            frame.decode_packet(ProtocolVersion::V135).unwrap(),
-            Packet::Ping(Ping {
-                connection_ttl: 60_000
-            })
-        );
+        assert_eq!(frame.decode_packet(ProtocolVersion::V135).unwrap(), Packet::Ping(Ping { connection_ttl: 60_000 }));
     }
 
     #[test]
@@ -216,28 +178,14 @@ mod tests {
     fn two_frames_in_one_buffer() {
         let mut src = BytesMut::new();
         for ttl in [1, 2] {
-            encode_frame(
-                0,
-                &Packet::Ping(Ping {
-                    connection_ttl: ttl,
-                }),
-                ProtocolVersion::V135,
-                &mut src,
-            )
-            .unwrap();
+            encode_frame(0, &Packet::Ping(Ping { connection_ttl: ttl }), ProtocolVersion::V135, &mut src).unwrap();
         }
         src.put_u8(0); // start of a third
         let mut dec = FrameDecoder::default();
         let a = dec.decode(&mut src).unwrap().unwrap();
         let b = dec.decode(&mut src).unwrap().unwrap();
-        assert_eq!(
-            a.decode_packet(ProtocolVersion::V135).unwrap(),
-            Packet::Ping(Ping { connection_ttl: 1 })
-        );
-        assert_eq!(
-            b.decode_packet(ProtocolVersion::V135).unwrap(),
-            Packet::Ping(Ping { connection_ttl: 2 })
-        );
+        assert_eq!(a.decode_packet(ProtocolVersion::V135).unwrap(), Packet::Ping(Ping { connection_ttl: 1 }));
+        assert_eq!(b.decode_packet(ProtocolVersion::V135).unwrap(), Packet::Ping(Ping { connection_ttl: 2 }));
         assert_eq!(dec.decode(&mut src).unwrap(), None);
         assert_eq!(src.len(), 1);
     }
@@ -247,28 +195,16 @@ mod tests {
         let mut dec = FrameDecoder::new(100);
         for bad in ["00 00 00 08", "FF FF FF FF", "80 00 00 00", "00 00 00 00"] {
             let mut src = BytesMut::from(&hex(bad)[..]);
-            assert!(
-                matches!(
-                    dec.decode(&mut src),
-                    Err(DecodeError::InvalidLength { what: "frame", .. })
-                ),
-                "{bad}"
-            );
+            assert!(matches!(dec.decode(&mut src), Err(DecodeError::InvalidLength { what: "frame", .. })), "{bad}");
         }
         let mut src = BytesMut::from(&hex("00 00 00 65")[..]);
-        assert_eq!(
-            dec.decode(&mut src),
-            Err(DecodeError::FrameTooLarge { len: 101, max: 100 })
-        );
+        assert_eq!(dec.decode(&mut src), Err(DecodeError::FrameTooLarge { len: 101, max: 100 }));
         // Exactly the maximum is fine (and only reserves up to it).
         let mut src = BytesMut::from(&hex("00 00 00 64")[..]);
         assert_eq!(dec.decode(&mut src), Ok(None));
         // A huge length is refused before anything is reserved.
         let mut src = BytesMut::from(&hex("7F FF FF FF")[..]);
-        assert!(matches!(
-            FrameDecoder::default().decode(&mut src),
-            Err(DecodeError::FrameTooLarge { .. })
-        ));
+        assert!(matches!(FrameDecoder::default().decode(&mut src), Err(DecodeError::FrameTooLarge { .. })));
     }
 
     #[test]

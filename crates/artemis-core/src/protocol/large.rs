@@ -9,8 +9,7 @@ use bytes::{Bytes, BytesMut};
 use super::error::LargeMessageError;
 use super::message::CoreMessage;
 use super::packet::{
-    SessionReceiveContinuation, SessionReceiveLargeMessage, SessionReceiveMessage,
-    SessionSendContinuation,
+    SessionReceiveContinuation, SessionReceiveLargeMessage, SessionReceiveMessage, SessionSendContinuation,
 };
 
 /// Java's large-message threshold and chunk size (`minLargeMessageSize`, 100 KiB).
@@ -64,12 +63,7 @@ impl ContinuationSplitter {
     /// A splitter producing chunks of `chunk_size` bytes (at least 1) for the given
     /// producer id (−1 = none).
     pub fn new(chunk_size: usize, producer_id: i32) -> Self {
-        ContinuationSplitter {
-            chunk_size: chunk_size.max(1),
-            pending: BytesMut::new(),
-            total: 0,
-            producer_id,
-        }
+        ContinuationSplitter { chunk_size: chunk_size.max(1), pending: BytesMut::new(), total: 0, producer_id }
     }
 
     /// Appends body bytes.
@@ -221,15 +215,9 @@ impl LargeMessageReceiver {
     /// Accounts for one continuation. The broker sends exactly the announced
     /// number of bytes, the last chunk with `continues = false` (possibly empty
     /// for an empty body; `ServerConsumerImpl.CoreLargeMessageDeliverer`).
-    pub fn accept(
-        &mut self,
-        c: &SessionReceiveContinuation,
-    ) -> Result<ChunkProgress, LargeMessageError> {
+    pub fn accept(&mut self, c: &SessionReceiveContinuation) -> Result<ChunkProgress, LargeMessageError> {
         if c.consumer_id != self.consumer_id {
-            return Err(LargeMessageError::WrongConsumer {
-                expected: self.consumer_id,
-                got: c.consumer_id,
-            });
+            return Err(LargeMessageError::WrongConsumer { expected: self.consumer_id, got: c.consumer_id });
         }
         if self.complete {
             return Err(LargeMessageError::AlreadyComplete);
@@ -238,16 +226,10 @@ impl LargeMessageReceiver {
         // A negative announced size is not checked (it never comes from a broker).
         if let Ok(expected) = u64::try_from(self.expected) {
             if self.received > expected {
-                return Err(LargeMessageError::TooLong {
-                    expected: self.expected,
-                    received: self.received,
-                });
+                return Err(LargeMessageError::TooLong { expected: self.expected, received: self.received });
             }
             if !c.continues && self.received < expected {
-                return Err(LargeMessageError::TooShort {
-                    expected: self.expected,
-                    received: self.received,
-                });
+                return Err(LargeMessageError::TooShort { expected: self.expected, received: self.received });
             }
         }
         if c.continues {
@@ -274,18 +256,10 @@ impl LargeMessageAssembler {
     pub fn new(start: SessionReceiveLargeMessage, max_len: u64) -> Result<Self, LargeMessageError> {
         if let Ok(size) = u64::try_from(start.large_message_size) {
             if size > max_len {
-                return Err(LargeMessageError::OverLimit {
-                    len: size,
-                    max: max_len,
-                });
+                return Err(LargeMessageError::OverLimit { len: size, max: max_len });
             }
         }
-        Ok(LargeMessageAssembler {
-            receiver: LargeMessageReceiver::new(&start),
-            start,
-            body: BytesMut::new(),
-            max_len,
-        })
+        Ok(LargeMessageAssembler { receiver: LargeMessageReceiver::new(&start), start, body: BytesMut::new(), max_len })
     }
 
     /// The size and consumer bookkeeping.
@@ -301,10 +275,7 @@ impl LargeMessageAssembler {
     ) -> Result<Option<SessionReceiveMessage>, LargeMessageError> {
         let new_len = self.body.len() as u64 + c.chunk.len() as u64;
         if new_len > self.max_len {
-            return Err(LargeMessageError::OverLimit {
-                len: new_len,
-                max: self.max_len,
-            });
+            return Err(LargeMessageError::OverLimit { len: new_len, max: self.max_len });
         }
         let progress = self.receiver.accept(&c)?;
         self.body.extend_from_slice(&c.chunk);
@@ -338,11 +309,7 @@ mod tests {
     }
 
     fn cont(chunk: &'static [u8], continues: bool, consumer_id: i64) -> SessionReceiveContinuation {
-        SessionReceiveContinuation {
-            chunk: Bytes::from_static(chunk),
-            continues,
-            consumer_id,
-        }
+        SessionReceiveContinuation { chunk: Bytes::from_static(chunk), continues, consumer_id }
     }
 
     #[test]
@@ -356,10 +323,7 @@ mod tests {
         let mut s = ContinuationSplitter::new(3, 9);
         s.push(b"abcdef");
         let first = s.next_chunk().unwrap();
-        assert_eq!(
-            (&first.chunk[..], first.continues, first.producer_id),
-            (&b"abc"[..], true, 9)
-        );
+        assert_eq!((&first.chunk[..], first.continues, first.producer_id), (&b"abc"[..], true, 9));
         assert!(s.next_chunk().is_none());
         let last = s.finish(true, 2);
         assert_eq!(&last.chunk[..], b"def");
@@ -379,39 +343,15 @@ mod tests {
     #[test]
     fn receiver_checks_consumer_order_and_size() {
         let mut r = LargeMessageReceiver::new(&start(5, 4));
-        assert_eq!(
-            r.accept(&cont(b"ab", true, 6)),
-            Err(LargeMessageError::WrongConsumer {
-                expected: 5,
-                got: 6
-            })
-        );
+        assert_eq!(r.accept(&cont(b"ab", true, 6)), Err(LargeMessageError::WrongConsumer { expected: 5, got: 6 }));
         assert_eq!(r.accept(&cont(b"ab", true, 5)), Ok(ChunkProgress::More));
-        assert_eq!(
-            r.accept(&cont(b"c", false, 5)),
-            Err(LargeMessageError::TooShort {
-                expected: 4,
-                received: 3
-            })
-        );
+        assert_eq!(r.accept(&cont(b"c", false, 5)), Err(LargeMessageError::TooShort { expected: 4, received: 3 }));
         let mut r = LargeMessageReceiver::new(&start(5, 2));
-        assert_eq!(
-            r.accept(&cont(b"abc", true, 5)),
-            Err(LargeMessageError::TooLong {
-                expected: 2,
-                received: 3
-            })
-        );
+        assert_eq!(r.accept(&cont(b"abc", true, 5)), Err(LargeMessageError::TooLong { expected: 2, received: 3 }));
         let mut r = LargeMessageReceiver::new(&start(5, 2));
-        assert_eq!(
-            r.accept(&cont(b"ab", false, 5)),
-            Ok(ChunkProgress::Complete)
-        );
+        assert_eq!(r.accept(&cont(b"ab", false, 5)), Ok(ChunkProgress::Complete));
         assert!(r.is_complete());
-        assert_eq!(
-            r.accept(&cont(b"", false, 5)),
-            Err(LargeMessageError::AlreadyComplete)
-        );
+        assert_eq!(r.accept(&cont(b"", false, 5)), Err(LargeMessageError::AlreadyComplete));
         // Empty large message: one empty last chunk.
         let mut r = LargeMessageReceiver::new(&start(1, 0));
         assert_eq!(r.accept(&cont(b"", false, 1)), Ok(ChunkProgress::Complete));
@@ -425,10 +365,7 @@ mod tests {
         ));
         let mut a = LargeMessageAssembler::new(start(1, -1), 3).unwrap();
         assert_eq!(a.accept(cont(b"ab", true, 1)), Ok(None));
-        assert!(matches!(
-            a.accept(cont(b"cd", true, 1)),
-            Err(LargeMessageError::OverLimit { .. })
-        ));
+        assert!(matches!(a.accept(cont(b"cd", true, 1)), Err(LargeMessageError::OverLimit { .. })));
     }
 
     proptest! {

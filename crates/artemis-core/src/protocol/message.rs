@@ -177,16 +177,12 @@ impl MessageHeaders {
     }
 
     fn string_property(&self, name: &str) -> Option<&SimpleString> {
-        self.properties
-            .get(name)
-            .and_then(PropertyValue::as_simple_string)
+        self.properties.get(name).and_then(PropertyValue::as_simple_string)
     }
 
     /// JMSMessageID: `"ID:"` + the userID as UUID text.
     pub fn jms_message_id(&self) -> Option<String> {
-        self.user_id
-            .as_ref()
-            .map(|id| format!("ID:{}", format_uuid(id)))
+        self.user_id.as_ref().map(|id| format!("ID:{}", format_uuid(id)))
     }
 
     /// JMSCorrelationID: a STRING or BYTES property.
@@ -198,8 +194,7 @@ impl MessageHeaders {
 
     /// Sets JMSCorrelationID as a STRING.
     pub fn set_correlation_id(&mut self, id: &str) {
-        self.properties
-            .insert(names::JMS_CORRELATION_ID, PropertyValue::String(id.into()));
+        self.properties.insert(names::JMS_CORRELATION_ID, PropertyValue::String(id.into()));
     }
 
     /// JMSReplyTo, e.g. `queue://name`.
@@ -209,10 +204,7 @@ impl MessageHeaders {
 
     /// Sets JMSReplyTo (give the prefixed form, e.g. `queue://name`).
     pub fn set_reply_to(&mut self, destination: &str) {
-        self.properties.insert(
-            names::JMS_REPLY_TO,
-            PropertyValue::String(destination.into()),
-        );
+        self.properties.insert(names::JMS_REPLY_TO, PropertyValue::String(destination.into()));
     }
 
     /// JMSType.
@@ -222,8 +214,7 @@ impl MessageHeaders {
 
     /// Sets JMSType.
     pub fn set_jms_type(&mut self, jms_type: &str) {
-        self.properties
-            .insert(names::JMS_TYPE, PropertyValue::String(jms_type.into()));
+        self.properties.insert(names::JMS_TYPE, PropertyValue::String(jms_type.into()));
     }
 
     /// JMSXGroupID (`_AMQ_GROUP_ID`).
@@ -233,8 +224,7 @@ impl MessageHeaders {
 
     /// Sets JMSXGroupID.
     pub fn set_group_id(&mut self, group: &str) {
-        self.properties
-            .insert(names::GROUP_ID, PropertyValue::String(group.into()));
+        self.properties.insert(names::GROUP_ID, PropertyValue::String(group.into()));
     }
 
     /// JMSXGroupSeq (`_AMQ_GROUP_SEQUENCE`, INT).
@@ -254,21 +244,17 @@ impl MessageHeaders {
 
     /// Sets `_AMQ_DUPL_ID` as a STRING (the cache key is its UTF-16LE bytes).
     pub fn set_duplicate_id(&mut self, id: &str) {
-        self.properties
-            .insert(names::DUPLICATE_ID, PropertyValue::String(id.into()));
+        self.properties.insert(names::DUPLICATE_ID, PropertyValue::String(id.into()));
     }
 
     /// Sets `_AMQ_DUPL_ID` as BYTES.
     pub fn set_duplicate_id_bytes(&mut self, id: Bytes) {
-        self.properties
-            .insert(names::DUPLICATE_ID, PropertyValue::Bytes(id));
+        self.properties.insert(names::DUPLICATE_ID, PropertyValue::Bytes(id));
     }
 
     /// Scheduled delivery time `_AMQ_SCHED_DELIVERY`, epoch ms.
     pub fn scheduled_delivery_time(&self) -> Option<i64> {
-        self.properties
-            .get(names::SCHEDULED_DELIVERY_TIME)
-            .and_then(PropertyValue::as_i64)
+        self.properties.get(names::SCHEDULED_DELIVERY_TIME).and_then(PropertyValue::as_i64)
     }
 
     /// `_AMQ_ROUTING_TYPE` (see [`routing_type`]).
@@ -281,31 +267,23 @@ impl MessageHeaders {
 
     /// Sets `_AMQ_ROUTING_TYPE` (BYTE), as the JMS producer does (§8.3).
     pub fn set_routing_type(&mut self, routing: i8) {
-        self.properties
-            .insert(names::ROUTING_TYPE, PropertyValue::Byte(routing));
+        self.properties.insert(names::ROUTING_TYPE, PropertyValue::Byte(routing));
     }
 
     /// `_AMQ_LARGE_SIZE`: the uncompressed body size of a large or compressed message.
     pub fn large_body_size(&self) -> Option<i64> {
-        self.properties
-            .get(names::LARGE_BODY_SIZE)
-            .and_then(PropertyValue::as_i64)
+        self.properties.get(names::LARGE_BODY_SIZE).and_then(PropertyValue::as_i64)
     }
 
     /// `true` if `_AMQ_LARGE_COMPRESSED` is set: the body is a zlib stream (§11.3).
     pub fn is_compressed(&self) -> bool {
-        self.properties
-            .get(names::LARGE_COMPRESSED)
-            .and_then(PropertyValue::as_bool)
-            .unwrap_or(false)
+        self.properties.get(names::LARGE_COMPRESSED).and_then(PropertyValue::as_bool).unwrap_or(false)
     }
 
     /// The sequence of a browser's forced-delivery marker (`_hornetq.forced.delivery.seq`);
     /// `Some` means "not a real message, never acknowledge" (§10).
     pub fn forced_delivery_sequence(&self) -> Option<i64> {
-        self.properties
-            .get(names::FORCED_DELIVERY_SEQ)
-            .and_then(PropertyValue::as_i64)
+        self.properties.get(names::FORCED_DELIVERY_SEQ).and_then(PropertyValue::as_i64)
     }
 }
 
@@ -341,10 +319,7 @@ impl CoreMessage {
         let body_len = end
             .checked_sub(BODY_POSITION_OFFSET)
             .and_then(|n| usize::try_from(n).ok())
-            .ok_or(DecodeError::InvalidLength {
-                what: "endOfBodyPosition",
-                len: i64::from(end),
-            })?;
+            .ok_or(DecodeError::InvalidLength { what: "endOfBodyPosition", len: i64::from(end) })?;
         let body = buf.read_bytes(body_len)?;
         let headers = MessageHeaders::decode(buf)?;
         Ok(CoreMessage { headers, body })
@@ -544,17 +519,7 @@ pub(crate) mod tests {
             arb_properties(),
         )
             .prop_map(
-                |(
-                    message_id,
-                    address,
-                    user_id,
-                    t,
-                    durable,
-                    expiration,
-                    timestamp,
-                    priority,
-                    properties,
-                )| {
+                |(message_id, address, user_id, t, durable, expiration, timestamp, priority, properties)| {
                     MessageHeaders {
                         message_id,
                         address,
@@ -571,12 +536,8 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn arb_message() -> impl Strategy<Value = CoreMessage> {
-        (arb_headers(), prop::collection::vec(any::<u8>(), 0..200)).prop_map(|(headers, body)| {
-            CoreMessage {
-                headers,
-                body: Bytes::from(body),
-            }
-        })
+        (arb_headers(), prop::collection::vec(any::<u8>(), 0..200))
+            .prop_map(|(headers, body)| CoreMessage { headers, body: Bytes::from(body) })
     }
 
     fn arb_stream_value() -> impl Strategy<Value = StreamValue> {
@@ -590,8 +551,7 @@ pub(crate) mod tests {
             any::<u32>().prop_map(|b| StreamValue::Float(f32::from_bits(b))),
             any::<u64>().prop_map(|b| StreamValue::Double(f64::from_bits(b))),
             proptest::option::of(arb_string()).prop_map(StreamValue::String),
-            prop::collection::vec(any::<u8>(), 0..20)
-                .prop_map(|v| StreamValue::Bytes(Bytes::from(v))),
+            prop::collection::vec(any::<u8>(), 0..20).prop_map(|v| StreamValue::Bytes(Bytes::from(v))),
         ]
     }
 
@@ -621,32 +581,20 @@ pub(crate) mod tests {
             b.put_i32(v);
             assert!(matches!(
                 CoreMessage::decode(&mut b.freeze()),
-                Err(DecodeError::InvalidLength {
-                    what: "endOfBodyPosition",
-                    ..
-                })
+                Err(DecodeError::InvalidLength { what: "endOfBodyPosition", .. })
             ));
         }
         let mut b = BytesMut::new();
         b.put_i32(i32::MAX);
-        assert!(matches!(
-            CoreMessage::decode(&mut b.freeze()),
-            Err(DecodeError::Truncated { .. })
-        ));
+        assert!(matches!(CoreMessage::decode(&mut b.freeze()), Err(DecodeError::Truncated { .. })));
     }
 
     #[test]
     fn forced_delivery_marker_has_four_zero_body_bytes() {
         // core-protocol.md §7.1/§9.3: endOfBodyPosition 17, 4 zero bytes, type 0, priority 0.
-        let mut headers = MessageHeaders {
-            message_id: 77,
-            address: Some("q1".into()),
-            priority: 0,
-            ..MessageHeaders::default()
-        };
-        headers
-            .properties
-            .insert(names::FORCED_DELIVERY_SEQ, PropertyValue::Long(3));
+        let mut headers =
+            MessageHeaders { message_id: 77, address: Some("q1".into()), priority: 0, ..MessageHeaders::default() };
+        headers.properties.insert(names::FORCED_DELIVERY_SEQ, PropertyValue::Long(3));
         let mut b = BytesMut::new();
         b.put_slice(&hex("00 00 00 11 00 00 00 00"));
         headers.encode(&mut b);
@@ -658,10 +606,7 @@ pub(crate) mod tests {
 
     #[test]
     fn user_id_flag_must_be_exactly_one() {
-        let mut with_id = MessageHeaders {
-            user_id: Some([7; 16]),
-            ..MessageHeaders::default()
-        };
+        let mut with_id = MessageHeaders { user_id: Some([7; 16]), ..MessageHeaders::default() };
         with_id.durable = true;
         let mut b = BytesMut::new();
         with_id.encode(&mut b);
@@ -669,10 +614,7 @@ pub(crate) mod tests {
         assert_eq!(b[9], 0x01);
         // durable is written as 0x01, not 0xFF.
         assert_eq!(b[9 + 1 + 16 + 1], 0x01);
-        assert_eq!(
-            MessageHeaders::decode(&mut b.clone().freeze()).unwrap(),
-            with_id
-        );
+        assert_eq!(MessageHeaders::decode(&mut b.clone().freeze()).unwrap(), with_id);
         // Any other non-zero flag means "no userID", exactly as the broker reads it:
         // the UUID bytes are then parsed as type, durable, expiration...
         b[9] = 0xFF;
@@ -706,42 +648,20 @@ pub(crate) mod tests {
     #[test]
     fn stream_body_encodings() {
         let mut m = CoreMessage::default();
-        m.set_stream(&[
-            StreamValue::Boolean(true),
-            StreamValue::String(None),
-            StreamValue::String(Some("ab".into())),
-        ]);
-        assert_eq!(
-            &m.body[..],
-            hex("02 FF 0A 00 0A 01 00 00 00 02 00 61 00 62")
-        );
+        m.set_stream(&[StreamValue::Boolean(true), StreamValue::String(None), StreamValue::String(Some("ab".into()))]);
+        assert_eq!(&m.body[..], hex("02 FF 0A 00 0A 01 00 00 00 02 00 61 00 62"));
         assert_eq!(m.stream().unwrap().len(), 3);
         // A NULL tag is not a stream element.
-        let bad = CoreMessage {
-            body: Bytes::from_static(&[0]),
-            ..CoreMessage::default()
-        };
-        assert_eq!(
-            bad.stream(),
-            Err(DecodeError::UnknownPropertyType { tag: 0 })
-        );
+        let bad = CoreMessage { body: Bytes::from_static(&[0]), ..CoreMessage::default() };
+        assert_eq!(bad.stream(), Err(DecodeError::UnknownPropertyType { tag: 0 }));
     }
 
     #[test]
     fn uuid_text_and_jms_message_id() {
-        let id = [
-            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
-            0xcd, 0xef,
-        ];
+        let id = [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef];
         assert_eq!(format_uuid(&id), "12345678-9abc-def0-0123-456789abcdef");
-        let h = MessageHeaders {
-            user_id: Some(id),
-            ..MessageHeaders::default()
-        };
-        assert_eq!(
-            h.jms_message_id().unwrap(),
-            "ID:12345678-9abc-def0-0123-456789abcdef"
-        );
+        let h = MessageHeaders { user_id: Some(id), ..MessageHeaders::default() };
+        assert_eq!(h.jms_message_id().unwrap(), "ID:12345678-9abc-def0-0123-456789abcdef");
     }
 
     #[test]
@@ -753,18 +673,11 @@ pub(crate) mod tests {
         h.set_group_id("g");
         h.set_duplicate_id("d");
         h.set_routing_type(routing_type::ANYCAST);
-        h.properties
-            .insert(names::GROUP_SEQUENCE, PropertyValue::Int(2));
-        h.properties
-            .insert(names::SCHEDULED_DELIVERY_TIME, PropertyValue::Long(99));
-        h.properties
-            .insert(names::LARGE_BODY_SIZE, PropertyValue::Long(5));
-        h.properties
-            .insert(names::LARGE_COMPRESSED, PropertyValue::Boolean(true));
-        assert_eq!(
-            h.correlation_id(),
-            Some(&PropertyValue::String("c1".into()))
-        );
+        h.properties.insert(names::GROUP_SEQUENCE, PropertyValue::Int(2));
+        h.properties.insert(names::SCHEDULED_DELIVERY_TIME, PropertyValue::Long(99));
+        h.properties.insert(names::LARGE_BODY_SIZE, PropertyValue::Long(5));
+        h.properties.insert(names::LARGE_COMPRESSED, PropertyValue::Boolean(true));
+        assert_eq!(h.correlation_id(), Some(&PropertyValue::String("c1".into())));
         assert_eq!(h.reply_to().unwrap(), "queue://replies");
         assert_eq!(h.jms_type().unwrap(), "t");
         assert_eq!(h.group_id().unwrap(), "g");
@@ -776,10 +689,7 @@ pub(crate) mod tests {
         assert!(h.is_compressed());
         assert_eq!(h.forced_delivery_sequence(), None);
         h.set_duplicate_id_bytes(Bytes::from_static(b"x"));
-        assert_eq!(
-            h.duplicate_id(),
-            Some(&PropertyValue::Bytes(Bytes::from_static(b"x")))
-        );
+        assert_eq!(h.duplicate_id(), Some(&PropertyValue::Bytes(Bytes::from_static(b"x"))));
     }
 
     proptest! {

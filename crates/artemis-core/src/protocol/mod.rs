@@ -167,9 +167,7 @@ mod tests {
     #[test]
     fn version_gates() {
         let v = ProtocolVersion::V129;
-        assert!(
-            !v.has_async_responses() && !v.has_consumer_priority() && v.send_trailer_len() == 1
-        );
+        assert!(!v.has_async_responses() && !v.has_consumer_priority() && v.send_trailer_len() == 1);
         let v = ProtocolVersion::V130;
         assert!(v.has_async_responses() && !v.has_client_id() && v.send_trailer_len() == 9);
         assert!(ProtocolVersion::V131.has_client_id());

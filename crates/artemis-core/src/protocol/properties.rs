@@ -98,12 +98,8 @@ pub mod names {
 
     /// Prefixes of broker-internal properties that must be stripped before a
     /// consumed message is sent again (`core-protocol.md` §15 item 13).
-    pub const BROKER_INTERNAL_PREFIXES: [&str; 4] = [
-        ROUTE_TO_IDS,
-        ROUTE_TO_ACK_IDS,
-        SCALEDOWN_TO_IDS,
-        BRIDGE_DUPLICATE_ID,
-    ];
+    pub const BROKER_INTERNAL_PREFIXES: [&str; 4] =
+        [ROUTE_TO_IDS, ROUTE_TO_ACK_IDS, SCALEDOWN_TO_IDS, BRIDGE_DUPLICATE_ID];
 }
 
 /// One typed property value (`core-protocol.md` §7.2).
@@ -269,10 +265,7 @@ impl PartialEq for TypedProperties {
     /// Same keys with equal values, in any order (the broker keeps a HashMap).
     fn eq(&self, other: &Self) -> bool {
         self.entries.len() == other.entries.len()
-            && self
-                .entries
-                .iter()
-                .all(|(k, v)| other.get_ss(k).is_some_and(|o| o == v))
+            && self.entries.iter().all(|(k, v)| other.get_ss(k).is_some_and(|o| o == v))
     }
 }
 
@@ -296,10 +289,7 @@ impl TypedProperties {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &str) -> Option<&PropertyValue> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k.eq_str(key))
-            .map(|(_, v)| v)
+        self.entries.iter().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v)
     }
 
     /// The value stored under a SimpleString key.
@@ -313,11 +303,7 @@ impl TypedProperties {
     }
 
     /// Sets `key`; an existing entry keeps its position. Returns the old value.
-    pub fn insert(
-        &mut self,
-        key: impl Into<SimpleString>,
-        value: PropertyValue,
-    ) -> Option<PropertyValue> {
+    pub fn insert(&mut self, key: impl Into<SimpleString>, value: PropertyValue) -> Option<PropertyValue> {
         let key = key.into();
         if let Some((_, slot)) = self.entries.iter_mut().find(|(k, _)| *k == key) {
             return Some(std::mem::replace(slot, value));
@@ -343,11 +329,7 @@ impl TypedProperties {
     /// how many were removed.
     pub fn remove_broker_internal(&mut self) -> usize {
         let before = self.entries.len();
-        self.entries.retain(|(k, _)| {
-            !names::BROKER_INTERNAL_PREFIXES
-                .iter()
-                .any(|p| k.starts_with_str(p))
-        });
+        self.entries.retain(|(k, _)| !names::BROKER_INTERNAL_PREFIXES.iter().any(|p| k.starts_with_str(p)));
         before - self.entries.len()
     }
 
@@ -361,12 +343,7 @@ impl TypedProperties {
         if self.entries.is_empty() {
             1
         } else {
-            1 + 4
-                + self
-                    .entries
-                    .iter()
-                    .map(|(k, v)| k.encoded_len() + v.encoded_len())
-                    .sum::<usize>()
+            1 + 4 + self.entries.iter().map(|(k, v)| k.encoded_len() + v.encoded_len()).sum::<usize>()
         }
     }
 
@@ -393,9 +370,7 @@ impl TypedProperties {
         // Each entry takes at least 4 (key length) + 1 (tag) bytes: bounds the
         // allocation by the bytes actually present.
         let count = buf.read_len("TypedProperties count", 5)?;
-        let mut props = TypedProperties {
-            entries: Vec::with_capacity(count),
-        };
+        let mut props = TypedProperties { entries: Vec::with_capacity(count) };
         for _ in 0..count {
             let key = buf.read_simple_string()?;
             let value = PropertyValue::decode(buf)?;
@@ -434,8 +409,7 @@ pub(crate) mod tests {
             any::<u64>().prop_map(|b| PropertyValue::Double(f64::from_bits(b))),
             any::<u16>().prop_map(PropertyValue::Char),
             arb_simple_string().prop_map(PropertyValue::String),
-            prop::collection::vec(any::<u8>(), 0..40)
-                .prop_map(|v| PropertyValue::Bytes(Bytes::from(v))),
+            prop::collection::vec(any::<u8>(), 0..40).prop_map(|v| PropertyValue::Bytes(Bytes::from(v))),
         ]
     }
 
@@ -450,17 +424,13 @@ pub(crate) mod tests {
         TypedProperties::new().encode(&mut b);
         assert_eq!(&b[..], [0]);
         assert_eq!(TypedProperties::new().encoded_len(), 1);
-        assert!(TypedProperties::decode(&mut Bytes::from_static(&[0]))
-            .unwrap()
-            .is_empty());
+        assert!(TypedProperties::decode(&mut Bytes::from_static(&[0])).unwrap().is_empty());
     }
 
     #[test]
     fn routing_type_property_golden() {
         // core-protocol.md §8.1: 1 property "_AMQ_ROUTING_TYPE" BYTE 1.
-        let props: TypedProperties = [(names::ROUTING_TYPE, PropertyValue::Byte(1))]
-            .into_iter()
-            .collect();
+        let props: TypedProperties = [(names::ROUTING_TYPE, PropertyValue::Byte(1))].into_iter().collect();
         let mut b = BytesMut::new();
         props.encode(&mut b);
         let mut expected = hex("01 00 00 00 01 00 00 00 22");
@@ -505,11 +475,7 @@ pub(crate) mod tests {
             PropertyValue::Bytes(Bytes::new()),
             PropertyValue::Bytes(Bytes::from_static(&[0, 255])),
         ];
-        let props: TypedProperties = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("k{i}"), v.clone()))
-            .collect();
+        let props: TypedProperties = values.iter().enumerate().map(|(i, v)| (format!("k{i}"), v.clone())).collect();
         let mut b = BytesMut::new();
         props.encode(&mut b);
         assert_eq!(b.len(), props.encoded_len());
@@ -518,12 +484,7 @@ pub(crate) mod tests {
         assert!(!bytes.has_remaining());
         assert_eq!(back, props);
         let order: Vec<String> = back.iter().map(|(k, _)| k.to_string()).collect();
-        assert_eq!(
-            order,
-            (0..values.len())
-                .map(|i| format!("k{i}"))
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(order, (0..values.len()).map(|i| format!("k{i}")).collect::<Vec<_>>());
     }
 
     #[test]
@@ -533,10 +494,7 @@ pub(crate) mod tests {
         b.put_i32(1);
         b.put_simple_string(&"k".into());
         b.put_i8(12);
-        assert_eq!(
-            TypedProperties::decode(&mut b.freeze()),
-            Err(DecodeError::UnknownPropertyType { tag: 12 })
-        );
+        assert_eq!(TypedProperties::decode(&mut b.freeze()), Err(DecodeError::UnknownPropertyType { tag: 12 }));
         assert_eq!(
             PropertyValue::decode(&mut Bytes::from_static(&[1])),
             Err(DecodeError::UnknownPropertyType { tag: 1 })
@@ -546,15 +504,9 @@ pub(crate) mod tests {
     #[test]
     fn huge_count_is_refused_before_allocating() {
         let mut b = Bytes::from(hex("01 7F FF FF FF 00"));
-        assert!(matches!(
-            TypedProperties::decode(&mut b),
-            Err(DecodeError::Truncated { .. })
-        ));
+        assert!(matches!(TypedProperties::decode(&mut b), Err(DecodeError::Truncated { .. })));
         let mut b = Bytes::from(hex("01 FF FF FF FF"));
-        assert!(matches!(
-            TypedProperties::decode(&mut b),
-            Err(DecodeError::InvalidLength { .. })
-        ));
+        assert!(matches!(TypedProperties::decode(&mut b), Err(DecodeError::InvalidLength { .. })));
     }
 
     #[test]
@@ -576,14 +528,9 @@ pub(crate) mod tests {
         let mut a = TypedProperties::new();
         a.insert("x", PropertyValue::Int(1));
         a.insert("y", PropertyValue::Int(2));
-        assert_eq!(
-            a.insert("x", PropertyValue::Int(3)),
-            Some(PropertyValue::Int(1))
-        );
+        assert_eq!(a.insert("x", PropertyValue::Int(3)), Some(PropertyValue::Int(1)));
         assert_eq!(a.iter().next().unwrap().0, "x");
-        let b: TypedProperties = [("y", PropertyValue::Int(2)), ("x", PropertyValue::Int(3))]
-            .into_iter()
-            .collect();
+        let b: TypedProperties = [("y", PropertyValue::Int(2)), ("x", PropertyValue::Int(3))].into_iter().collect();
         assert_eq!(a, b);
         assert_eq!(a.remove("x"), Some(PropertyValue::Int(3)));
         assert_ne!(a, b);

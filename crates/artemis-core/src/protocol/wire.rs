@@ -88,32 +88,24 @@ impl SimpleString {
     /// The UTF-16 code units. A trailing odd byte is ignored, as Java's
     /// `SimpleString.toString` does.
     pub fn units(&self) -> impl Iterator<Item = u16> + '_ {
-        self.0
-            .chunks_exact(2)
-            .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+        self.0.chunks_exact(2).map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
     }
 
     /// Converts to a Rust string, replacing unpaired surrogates with U+FFFD and
     /// ignoring a trailing odd byte.
     pub fn to_string_lossy(&self) -> String {
-        char::decode_utf16(self.units())
-            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
-            .collect()
+        char::decode_utf16(self.units()).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)).collect()
     }
 
     /// Converts to a Rust string, failing on an odd byte count or an unpaired
     /// surrogate.
     pub fn try_to_string(&self) -> Result<String, DecodeError> {
         if self.0.len() % 2 != 0 {
-            return Err(DecodeError::BadString {
-                reason: "odd byte length in UTF-16 string",
-            });
+            return Err(DecodeError::BadString { reason: "odd byte length in UTF-16 string" });
         }
         char::decode_utf16(self.units())
             .collect::<Result<String, _>>()
-            .map_err(|_| DecodeError::BadString {
-                reason: "unpaired surrogate in UTF-16 string",
-            })
+            .map_err(|_| DecodeError::BadString { reason: "unpaired surrogate in UTF-16 string" })
     }
 
     /// Compares with a Rust string without allocating.
@@ -123,8 +115,7 @@ impl SimpleString {
         loop {
             match (units.next(), bytes.next()) {
                 (None, None) => return true,
-                (Some(u), Some(pair))
-                    if pair.len() == 2 && u.to_le_bytes() == [pair[0], pair[1]] => {}
+                (Some(u), Some(pair)) if pair.len() == 2 && u.to_le_bytes() == [pair[0], pair[1]] => {}
                 _ => return false,
             }
         }
@@ -203,9 +194,7 @@ pub fn decode_modified_utf8(bytes: &[u8]) -> Result<Vec<u16>, DecodeError> {
     // At most one unit per byte, and `bytes` is already in memory: bounded.
     let mut units = Vec::with_capacity(bytes.len());
     let mut i = 0;
-    let truncated = DecodeError::BadString {
-        reason: "truncated modified UTF-8 sequence",
-    };
+    let truncated = DecodeError::BadString { reason: "truncated modified UTF-8 sequence" };
     while i < bytes.len() {
         let b1 = bytes[i];
         i += 1;
@@ -222,17 +211,9 @@ pub fn decode_modified_utf8(bytes: &[u8]) -> Result<Vec<u16>, DecodeError> {
                 }
                 let (b2, b3) = (bytes[i], bytes[i + 1]);
                 i += 2;
-                units.push(
-                    (u16::from(b1 & 0x0F) << 12)
-                        | (u16::from(b2 & 0x3F) << 6)
-                        | u16::from(b3 & 0x3F),
-                );
+                units.push((u16::from(b1 & 0x0F) << 12) | (u16::from(b2 & 0x3F) << 6) | u16::from(b3 & 0x3F));
             }
-            _ => {
-                return Err(DecodeError::BadString {
-                    reason: "invalid modified UTF-8 lead byte",
-                })
-            }
+            _ => return Err(DecodeError::BadString { reason: "invalid modified UTF-8 lead byte" }),
         }
     }
     Ok(units)
@@ -280,9 +261,7 @@ pub fn string_encoded_len(s: &str) -> usize {
 }
 
 fn utf16_to_string(units: &[u16]) -> Result<String, DecodeError> {
-    String::from_utf16(units).map_err(|_| DecodeError::BadString {
-        reason: "unpaired surrogate in UTF-16 string",
-    })
+    String::from_utf16(units).map_err(|_| DecodeError::BadString { reason: "unpaired surrogate in UTF-16 string" })
 }
 
 /// Reading Core primitives from any [`Buf`]. Every method checks the bytes
@@ -362,10 +341,7 @@ pub trait GetCore: Buf {
     /// count read from the wire.
     fn read_len(&mut self, what: &'static str, min_item_len: usize) -> Result<usize, DecodeError> {
         let len = self.read_i32()?;
-        let len_usize = usize::try_from(len).map_err(|_| DecodeError::InvalidLength {
-            what,
-            len: i64::from(len),
-        })?;
+        let len_usize = usize::try_from(len).map_err(|_| DecodeError::InvalidLength { what, len: i64::from(len) })?;
         let need = len_usize.saturating_mul(min_item_len);
         self.need(need)?;
         Ok(len_usize)
@@ -396,10 +372,8 @@ pub trait GetCore: Buf {
     /// (`ChannelBufferWrapper.readString`, `core-protocol.md` §2).
     fn read_string_units(&mut self) -> Result<Vec<u16>, DecodeError> {
         let count = self.read_i32()?;
-        let count = usize::try_from(count).map_err(|_| DecodeError::InvalidLength {
-            what: "String",
-            len: i64::from(count),
-        })?;
+        let count =
+            usize::try_from(count).map_err(|_| DecodeError::InvalidLength { what: "String", len: i64::from(count) })?;
         if count < STRING_SHORTS_BELOW_UNITS {
             // Form (a): count big-endian shorts.
             self.need(count * 2)?;
@@ -413,9 +387,7 @@ pub trait GetCore: Buf {
             // Form (c): a whole SimpleString after the count (two length ints).
             let ss = self.read_simple_string()?;
             if ss.byte_len() % 2 != 0 {
-                return Err(DecodeError::BadString {
-                    reason: "odd byte length in UTF-16 string",
-                });
+                return Err(DecodeError::BadString { reason: "odd byte length in UTF-16 string" });
             }
             Ok(ss.units().collect())
         }
@@ -605,9 +577,7 @@ pub(crate) mod tests {
 
     /// Parses "00 0A ff" style hex.
     pub(crate) fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).expect("hex byte"))
-            .collect()
+        s.split_whitespace().map(|b| u8::from_str_radix(b, 16).expect("hex byte")).collect()
     }
 
     fn encode(f: impl FnOnce(&mut BytesMut)) -> Vec<u8> {
@@ -619,18 +589,12 @@ pub(crate) mod tests {
     // core-protocol.md §2 test vectors.
     #[test]
     fn string_ab_is_two_shorts() {
-        assert_eq!(
-            encode(|b| b.put_string("ab")),
-            hex("00 00 00 02 00 61 00 62")
-        );
+        assert_eq!(encode(|b| b.put_string("ab")), hex("00 00 00 02 00 61 00 62"));
     }
 
     #[test]
     fn string_hello_world_is_modified_utf8() {
-        assert_eq!(
-            encode(|b| b.put_string("hello world")),
-            hex("00 00 00 0B 00 0B 68 65 6C 6C 6F 20 77 6F 72 6C 64")
-        );
+        assert_eq!(encode(|b| b.put_string("hello world")), hex("00 00 00 0B 00 0B 68 65 6C 6C 6F 20 77 6F 72 6C 64"));
     }
 
     #[test]
@@ -654,14 +618,7 @@ pub(crate) mod tests {
     #[test]
     fn string_form_boundaries() {
         // 8 units: shorts; 9: UTF; 4094: UTF; 4095: SimpleString.
-        for (n, expect_form) in [
-            (0, 'a'),
-            (8, 'a'),
-            (9, 'b'),
-            (4094, 'b'),
-            (4095, 'c'),
-            (5000, 'c'),
-        ] {
+        for (n, expect_form) in [(0, 'a'), (8, 'a'), (9, 'b'), (4094, 'b'), (4095, 'c'), (5000, 'c')] {
             let s = "x".repeat(n);
             let bytes = encode(|b| b.put_string(&s));
             let expected_len = match expect_form {
@@ -685,57 +642,30 @@ pub(crate) mod tests {
 
     #[test]
     fn modified_utf8_rejects_four_byte_lead_and_truncation() {
-        assert!(matches!(
-            decode_modified_utf8(&[0xF0, 0x9F, 0x98, 0x80]),
-            Err(DecodeError::BadString { .. })
-        ));
-        assert!(matches!(
-            decode_modified_utf8(&[0xE6, 0x97]),
-            Err(DecodeError::BadString { .. })
-        ));
-        assert!(matches!(
-            decode_modified_utf8(&[0xC3]),
-            Err(DecodeError::BadString { .. })
-        ));
-        assert!(matches!(
-            decode_modified_utf8(&[0x80]),
-            Err(DecodeError::BadString { .. })
-        ));
+        assert!(matches!(decode_modified_utf8(&[0xF0, 0x9F, 0x98, 0x80]), Err(DecodeError::BadString { .. })));
+        assert!(matches!(decode_modified_utf8(&[0xE6, 0x97]), Err(DecodeError::BadString { .. })));
+        assert!(matches!(decode_modified_utf8(&[0xC3]), Err(DecodeError::BadString { .. })));
+        assert!(matches!(decode_modified_utf8(&[0x80]), Err(DecodeError::BadString { .. })));
     }
 
     #[test]
     fn negative_string_count_is_invalid() {
         let mut buf = Bytes::from(hex("FF FF FF FF"));
-        assert!(matches!(
-            buf.read_string(),
-            Err(DecodeError::InvalidLength { .. })
-        ));
+        assert!(matches!(buf.read_string(), Err(DecodeError::InvalidLength { .. })));
     }
 
     #[test]
     fn huge_simple_string_length_is_truncated_not_allocated() {
         let mut buf = Bytes::from(hex("7F FF FF FF 00 01"));
-        assert_eq!(
-            buf.read_simple_string(),
-            Err(DecodeError::Truncated {
-                need: i32::MAX as usize,
-                have: 2
-            })
-        );
+        assert_eq!(buf.read_simple_string(), Err(DecodeError::Truncated { need: i32::MAX as usize, have: 2 }));
         let mut buf = Bytes::from(hex("80 00 00 00"));
-        assert!(matches!(
-            buf.read_simple_string(),
-            Err(DecodeError::InvalidLength { .. })
-        ));
+        assert!(matches!(buf.read_simple_string(), Err(DecodeError::InvalidLength { .. })));
     }
 
     #[test]
     fn form_c_string_with_lying_length_is_truncated() {
         let mut buf = Bytes::from(hex("00 00 10 00 7F FF FF FF"));
-        assert!(matches!(
-            buf.read_string(),
-            Err(DecodeError::Truncated { .. })
-        ));
+        assert!(matches!(buf.read_string(), Err(DecodeError::Truncated { .. })));
     }
 
     #[test]
@@ -758,15 +688,9 @@ pub(crate) mod tests {
         assert_eq!(encode(|b| b.put_raw_bool(true)), [0x01]);
         assert_eq!(encode(|b| b.put_nullable_bool(Some(true))), [0xFF, 0xFF]);
         assert_eq!(encode(|b| b.put_nullable_bool(None)), [0x00]);
-        assert_eq!(
-            encode(|b| b.put_nullable_i32(Some(-1))),
-            hex("FF FF FF FF FF")
-        );
+        assert_eq!(encode(|b| b.put_nullable_i32(Some(-1))), hex("FF FF FF FF FF"));
         assert_eq!(encode(|b| b.put_nullable_simple_string(None)), [0x00]);
-        assert_eq!(
-            encode(|b| b.put_nullable_string(Some(""))),
-            hex("01 00 00 00 00")
-        );
+        assert_eq!(encode(|b| b.put_nullable_string(Some(""))), hex("01 00 00 00 00"));
         for byte in [0x01u8, 0x02, 0x80, 0xFF] {
             assert!(Bytes::from(vec![byte]).read_bool().unwrap());
         }
@@ -800,38 +724,22 @@ pub(crate) mod tests {
     fn float_bits_survive_including_nan_payloads() {
         for bits in [0u32, 0x8000_0000, 0x7FC0_0001, 0xFF80_0000, 0x7F7F_FFFF] {
             let v = f32::from_bits(bits);
-            let got = Bytes::from(encode(|b| b.put_f32_bits(v)))
-                .read_f32()
-                .unwrap();
+            let got = Bytes::from(encode(|b| b.put_f32_bits(v))).read_f32().unwrap();
             assert_eq!(got.to_bits(), bits);
         }
         for bits in [0u64, 0x7FF8_0000_0000_0001, 0x8000_0000_0000_0000] {
             let v = f64::from_bits(bits);
-            let got = Bytes::from(encode(|b| b.put_f64_bits(v)))
-                .read_f64()
-                .unwrap();
+            let got = Bytes::from(encode(|b| b.put_f64_bits(v))).read_f64().unwrap();
             assert_eq!(got.to_bits(), bits);
         }
     }
 
     #[test]
     fn truncated_reads_report_need_and_have() {
-        assert_eq!(
-            Bytes::new().read_u8(),
-            Err(DecodeError::Truncated { need: 1, have: 0 })
-        );
-        assert_eq!(
-            Bytes::from(vec![0u8; 3]).read_i32(),
-            Err(DecodeError::Truncated { need: 4, have: 3 })
-        );
-        assert_eq!(
-            Bytes::from(vec![0u8; 7]).read_i64(),
-            Err(DecodeError::Truncated { need: 8, have: 7 })
-        );
-        assert_eq!(
-            Bytes::from(vec![0u8; 1]).read_i16(),
-            Err(DecodeError::Truncated { need: 2, have: 1 })
-        );
+        assert_eq!(Bytes::new().read_u8(), Err(DecodeError::Truncated { need: 1, have: 0 }));
+        assert_eq!(Bytes::from(vec![0u8; 3]).read_i32(), Err(DecodeError::Truncated { need: 4, have: 3 }));
+        assert_eq!(Bytes::from(vec![0u8; 7]).read_i64(), Err(DecodeError::Truncated { need: 8, have: 7 }));
+        assert_eq!(Bytes::from(vec![0u8; 1]).read_i16(), Err(DecodeError::Truncated { need: 2, have: 1 }));
     }
 
     #[test]
@@ -848,10 +756,7 @@ pub(crate) mod tests {
 
     /// Any sequence of UTF-16 units, including unpaired surrogates.
     pub(crate) fn arb_units() -> impl Strategy<Value = Vec<u16>> {
-        prop_oneof![
-            prop::collection::vec(any::<u16>(), 0..12),
-            prop::collection::vec(any::<u16>(), 0..5000),
-        ]
+        prop_oneof![prop::collection::vec(any::<u16>(), 0..12), prop::collection::vec(any::<u16>(), 0..5000),]
     }
 
     /// Strings that hit every `String` form.

@@ -27,9 +27,7 @@ impl PacketBody for Ping {
         buf.put_i64(self.connection_ttl);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(Ping {
-            connection_ttl: b.read_i64()?,
-        })
+        Ok(Ping { connection_ttl: b.read_i64()? })
     }
 }
 
@@ -47,9 +45,7 @@ impl PacketBody for Disconnect {
         buf.put_nullable_simple_string(self.node_id.as_ref());
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(Disconnect {
-            node_id: b.read_nullable_simple_string()?,
-        })
+        Ok(Disconnect { node_id: b.read_nullable_simple_string()? })
     }
 }
 
@@ -174,11 +170,7 @@ impl TransportConfiguration {
             };
             params.push((key, value));
         }
-        Ok(TransportConfiguration {
-            name,
-            factory_class_name,
-            params,
-        })
+        Ok(TransportConfiguration { name, factory_class_name, params })
     }
 }
 
@@ -214,17 +206,8 @@ impl PacketBody for DisconnectV3 {
         let node_id = b.read_nullable_simple_string()?;
         let reason = DisconnectReason(b.read_i8()?);
         let target_node_id = b.read_nullable_simple_string()?;
-        let target_connector = if b.read_bool()? {
-            Some(TransportConfiguration::decode(b)?)
-        } else {
-            None
-        };
-        Ok(DisconnectV3 {
-            node_id,
-            reason,
-            target_node_id,
-            target_connector,
-        })
+        let target_connector = if b.read_bool()? { Some(TransportConfiguration::decode(b)?) } else { None };
+        Ok(DisconnectV3 { node_id, reason, target_node_id, target_connector })
     }
 }
 
@@ -242,9 +225,7 @@ impl PacketBody for DisconnectConsumerWithKill {
         buf.put_nullable_simple_string(self.node_id.as_ref());
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(DisconnectConsumerWithKill {
-            node_id: b.read_nullable_simple_string()?,
-        })
+        Ok(DisconnectConsumerWithKill { node_id: b.read_nullable_simple_string()? })
     }
 }
 
@@ -272,8 +253,7 @@ impl ExceptionResponse {
     pub fn amq_id(&self) -> Option<&str> {
         let msg = self.message.as_deref()?;
         let id = msg.split(':').next()?;
-        (id.len() > 3 && id.starts_with("AMQ") && id[3..].bytes().all(|c| c.is_ascii_digit()))
-            .then_some(id)
+        (id.len() > 3 && id.starts_with("AMQ") && id[3..].bytes().all(|c| c.is_ascii_digit())).then_some(id)
     }
 }
 
@@ -292,16 +272,8 @@ impl PacketBody for ExceptionResponse {
         let code = b.read_i32()?;
         let message = b.read_nullable_string_lossy()?;
         // ActiveMQExceptionMessage_V2.decodeRest: the long only if ≥ 8 bytes remain.
-        let correlation_id = if v.has_async_responses() && b.remaining() >= 8 {
-            Some(b.read_i64()?)
-        } else {
-            None
-        };
-        Ok(ExceptionResponse {
-            code,
-            message,
-            correlation_id,
-        })
+        let correlation_id = if v.has_async_responses() && b.remaining() >= 8 { Some(b.read_i64()?) } else { None };
+        Ok(ExceptionResponse { code, message, correlation_id })
     }
 }
 
@@ -322,11 +294,7 @@ impl PacketBody for NullResponse {
     }
     fn decode_body(b: &mut Bytes, v: ProtocolVersion) -> Result<Self, DecodeError> {
         // NullResponseMessage_V2.decodeRest: −1 when fewer than 8 bytes remain.
-        let correlation_id = if v.has_async_responses() && b.remaining() >= 8 {
-            b.read_i64()?
-        } else {
-            -1
-        };
+        let correlation_id = if v.has_async_responses() && b.remaining() >= 8 { b.read_i64()? } else { -1 };
         Ok(NullResponse { correlation_id })
     }
 }
@@ -345,9 +313,7 @@ impl PacketBody for PacketsConfirmed {
         buf.put_i32(self.command_id);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(PacketsConfirmed {
-            command_id: b.read_i32()?,
-        })
+        Ok(PacketsConfirmed { command_id: b.read_i32()? })
     }
 }
 
@@ -484,10 +450,7 @@ impl PacketBody for CreateSessionV2 {
         buf.put_nullable_string(self.client_id.as_deref());
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(CreateSessionV2 {
-            session: CreateSession::decode(b)?,
-            client_id: b.read_nullable_string()?,
-        })
+        Ok(CreateSessionV2 { session: CreateSession::decode(b)?, client_id: b.read_nullable_string()? })
     }
 }
 
@@ -504,8 +467,6 @@ impl PacketBody for CreateSessionResponse {
         buf.put_i32(self.server_version);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(CreateSessionResponse {
-            server_version: b.read_i32()?,
-        })
+        Ok(CreateSessionResponse { server_version: b.read_i32()? })
     }
 }

@@ -124,10 +124,7 @@ impl PacketBody for SessionExpire {
         buf.put_i64(self.message_id);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionExpire {
-            consumer_id: b.read_i64()?,
-            message_id: b.read_i64()?,
-        })
+        Ok(SessionExpire { consumer_id: b.read_i64()?, message_id: b.read_i64()? })
     }
 }
 
@@ -148,10 +145,7 @@ impl PacketBody for SessionConsumerFlowCredit {
         buf.put_i32(self.credits);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionConsumerFlowCredit {
-            consumer_id: b.read_i64()?,
-            credits: b.read_i32()?,
-        })
+        Ok(SessionConsumerFlowCredit { consumer_id: b.read_i64()?, credits: b.read_i32()? })
     }
 }
 
@@ -203,9 +197,6 @@ impl PacketBody for SessionForceConsumerDelivery {
         buf.put_i64(self.sequence);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionForceConsumerDelivery {
-            consumer_id: b.read_i64()?,
-            sequence: b.read_i64()?,
-        })
+        Ok(SessionForceConsumerDelivery { consumer_id: b.read_i64()?, sequence: b.read_i64()? })
     }
 }

@@ -38,11 +38,7 @@ impl PacketBody for SessionReceiveMessage {
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
         let mut msg = split_trailer(b, RECEIVE_TRAILER_LEN)?;
         let message = CoreMessage::decode(&mut msg)?;
-        Ok(SessionReceiveMessage {
-            message,
-            consumer_id: b.read_i64()?,
-            delivery_count: b.read_i32()?,
-        })
+        Ok(SessionReceiveMessage { message, consumer_id: b.read_i64()?, delivery_count: b.read_i32()? })
     }
 }
 

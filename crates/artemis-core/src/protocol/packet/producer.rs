@@ -14,13 +14,8 @@ use crate::protocol::ProtocolVersion;
 /// Splits `body` into the message part and the fixed-length trailer at its end:
 /// the broker finds the end of a message this way (§7.1).
 pub(crate) fn split_trailer(body: &mut Bytes, trailer_len: usize) -> Result<Bytes, DecodeError> {
-    let msg_len = body
-        .len()
-        .checked_sub(trailer_len)
-        .ok_or(DecodeError::Truncated {
-            need: trailer_len,
-            have: body.len(),
-        })?;
+    let msg_len =
+        body.len().checked_sub(trailer_len).ok_or(DecodeError::Truncated { need: trailer_len, have: body.len() })?;
     Ok(body.split_to(msg_len))
 }
 
@@ -57,22 +52,9 @@ impl PacketBody for SessionSend {
         let mut msg = split_trailer(b, v.send_trailer_len())?;
         let message = CoreMessage::decode(&mut msg)?;
         let requires_response = b.read_bool()?;
-        let correlation_id = if v.has_async_responses() {
-            b.read_i64()?
-        } else {
-            -1
-        };
-        let producer_id = if v.has_producer_ids() {
-            b.read_i32()?
-        } else {
-            -1
-        };
-        Ok(SessionSend {
-            message,
-            requires_response,
-            correlation_id,
-            producer_id,
-        })
+        let correlation_id = if v.has_async_responses() { b.read_i64()? } else { -1 };
+        let producer_id = if v.has_producer_ids() { b.read_i32()? } else { -1 };
+        Ok(SessionSend { message, requires_response, correlation_id, producer_id })
     }
 }
 
@@ -90,9 +72,7 @@ impl PacketBody for SessionSendLarge {
         self.headers.encode(buf);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionSendLarge {
-            headers: MessageHeaders::decode(b)?,
-        })
+        Ok(SessionSendLarge { headers: MessageHeaders::decode(b)? })
     }
 }
 
@@ -139,16 +119,8 @@ impl PacketBody for SessionSendContinuation {
         let message_body_size = if continues { -1 } else { b.read_i64()? };
         let requires_response = b.read_bool()?;
         // SessionSendContinuationMessage_V2.decodeRest: −1 when fewer than 8 bytes remain.
-        let correlation_id = if v.has_async_responses() && b.remaining() >= 8 {
-            b.read_i64()?
-        } else {
-            -1
-        };
-        let producer_id = if v.has_producer_ids() {
-            b.read_i32()?
-        } else {
-            -1
-        };
+        let correlation_id = if v.has_async_responses() && b.remaining() >= 8 { b.read_i64()? } else { -1 };
+        let producer_id = if v.has_producer_ids() { b.read_i32()? } else { -1 };
         Ok(SessionSendContinuation {
             chunk,
             continues,
@@ -219,10 +191,7 @@ impl PacketBody for CreateProducer {
         buf.put_nullable_simple_string(self.address.as_ref());
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(CreateProducer {
-            producer_id: b.read_i32()?,
-            address: b.read_nullable_simple_string()?,
-        })
+        Ok(CreateProducer { producer_id: b.read_i32()?, address: b.read_nullable_simple_string()? })
     }
 }
 
@@ -239,8 +208,6 @@ impl PacketBody for RemoveProducer {
         buf.put_i32(self.producer_id);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(RemoveProducer {
-            producer_id: b.read_i32()?,
-        })
+        Ok(RemoveProducer { producer_id: b.read_i32()? })
     }
 }

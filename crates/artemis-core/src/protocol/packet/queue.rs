@@ -29,9 +29,7 @@ impl PacketBody for SessionQueueQuery {
         buf.put_simple_string(&self.queue_name);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionQueueQuery {
-            queue_name: b.read_simple_string()?,
-        })
+        Ok(SessionQueueQuery { queue_name: b.read_simple_string()? })
     }
 }
 
@@ -206,9 +204,7 @@ impl PacketBody for SessionBindingQuery {
         buf.put_simple_string(&self.address);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionBindingQuery {
-            address: b.read_simple_string()?,
-        })
+        Ok(SessionBindingQuery { address: b.read_simple_string()? })
     }
 }
 
@@ -323,16 +319,9 @@ impl PacketBody for SessionBindingQueryResponseV5 {
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
         let result = SessionBindingQueryResponseV4::decode(b)?;
-        let (supports_multicast, supports_anycast) = if b.has_remaining() {
-            (b.read_bool()?, b.read_bool()?)
-        } else {
-            (false, false)
-        };
-        Ok(SessionBindingQueryResponseV5 {
-            result,
-            supports_multicast,
-            supports_anycast,
-        })
+        let (supports_multicast, supports_anycast) =
+            if b.has_remaining() { (b.read_bool()?, b.read_bool()?) } else { (false, false) };
+        Ok(SessionBindingQueryResponseV5 { result, supports_multicast, supports_anycast })
     }
 }
 
@@ -530,9 +519,7 @@ impl PacketBody for SessionDeleteQueue {
         buf.put_simple_string(&self.queue_name);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionDeleteQueue {
-            queue_name: b.read_simple_string()?,
-        })
+        Ok(SessionDeleteQueue { queue_name: b.read_simple_string()? })
     }
 }
 
@@ -566,11 +553,6 @@ impl PacketBody for CreateAddress {
         let address = b.read_simple_string()?;
         let n = b.read_len("routing type count", 1)?;
         let routing_types = (0..n).map(|_| b.get_i8()).collect();
-        Ok(CreateAddress {
-            address,
-            routing_types,
-            requires_response: b.read_bool()?,
-            auto_created: b.read_bool()?,
-        })
+        Ok(CreateAddress { address, routing_types, requires_response: b.read_bool()?, auto_created: b.read_bool()? })
     }
 }

@@ -57,11 +57,7 @@ impl PacketBody for SessionCommit {
     }
     fn decode_body(b: &mut Bytes, v: ProtocolVersion) -> Result<Self, DecodeError> {
         // SessionCommitMessage_V2.decodeRest: −1 when fewer than 8 bytes remain.
-        let correlation_id = if v.has_commit_correlation() && b.len() >= 8 {
-            b.read_i64()?
-        } else {
-            -1
-        };
+        let correlation_id = if v.has_commit_correlation() && b.len() >= 8 { b.read_i64()? } else { -1 };
         Ok(SessionCommit { correlation_id })
     }
 }
@@ -80,9 +76,7 @@ impl PacketBody for SessionRollback {
         buf.put_bool(self.consider_last_message_as_delivered);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionRollback {
-            consider_last_message_as_delivered: b.read_bool()?,
-        })
+        Ok(SessionRollback { consider_last_message_as_delivered: b.read_bool()? })
     }
 }
 
@@ -104,10 +98,7 @@ impl PacketBody for SessionAddMetadata {
         buf.put_string(&self.data);
     }
     fn decode_body(b: &mut Bytes, _v: ProtocolVersion) -> Result<Self, DecodeError> {
-        Ok(SessionAddMetadata {
-            key: b.read_string()?,
-            data: b.read_string()?,
-        })
+        Ok(SessionAddMetadata { key: b.read_string()?, data: b.read_string()? })
     }
 }
 

@@ -63,24 +63,15 @@ fn create_session_golden() {
     cs.username = Some("admin".into());
     cs.password = Some("admin".into());
     assert_eq!(frame(1, cs.clone(), ProtocolVersion::V135), golden);
-    assert_eq!(
-        unframe(&golden, ProtocolVersion::V135),
-        (1, Packet::CreateSession(cs.clone()))
-    );
+    assert_eq!(unframe(&golden, ProtocolVersion::V135), (1, Packet::CreateSession(cs.clone())));
     // The −18 form appends one 00 (null clientID): length 81, type EE.
     let mut v2 = golden.clone();
     v2[3] = 0x51;
     v2[4] = 0xEE;
     v2.push(0x00);
-    let p = CreateSessionV2 {
-        session: cs.clone(),
-        client_id: None,
-    };
+    let p = CreateSessionV2 { session: cs.clone(), client_id: None };
     assert_eq!(frame(1, p.clone(), ProtocolVersion::V135), v2);
-    assert_eq!(
-        unframe(&v2, ProtocolVersion::V135).1,
-        Packet::CreateSessionV2(p)
-    );
+    assert_eq!(unframe(&v2, ProtocolVersion::V135).1, Packet::CreateSessionV2(p));
     // Debug never shows the password.
     let mut secret = cs.clone();
     secret.password = Some("s3cret".into());
@@ -100,12 +91,7 @@ fn section_8_1_send() -> SessionSend {
     };
     message.set_text(Some("hi"));
     message.headers.set_routing_type(1);
-    SessionSend {
-        message,
-        requires_response: true,
-        correlation_id: 1,
-        producer_id: -1,
-    }
+    SessionSend { message, requires_response: true, correlation_id: 1, producer_id: -1 }
 }
 
 fn section_8_1_bytes() -> Vec<u8> {
@@ -134,14 +120,7 @@ fn session_send_v3_golden() {
     assert_eq!((ch, p), (10, Packet::SessionSend(send)));
     // The expected reply.
     let reply = hex("00 00 00 11 15 00 00 00 00 00 00 00 0A 00 00 00 00 00 00 00 01");
-    assert_eq!(
-        frame(
-            10,
-            NullResponse { correlation_id: 1 },
-            ProtocolVersion::V135
-        ),
-        reply
-    );
+    assert_eq!(frame(10, NullResponse { correlation_id: 1 }, ProtocolVersion::V135), reply);
     let (_, p) = unframe(&reply, ProtocolVersion::V135);
     assert_eq!(p.response_correlation_id(), Some(1));
 }
@@ -151,9 +130,7 @@ fn session_send_with_wrong_trailer_version_is_garbage_not_a_crash() {
     // §8.1: decoded with a 9-byte trailer, the V3 frame gives requiresResponse=false
     // and a garbage correlation id.
     let (_, p) = unframe(&section_8_1_bytes(), ProtocolVersion::V132);
-    let Packet::SessionSend(s) = p else {
-        panic!("not a send")
-    };
+    let Packet::SessionSend(s) = p else { panic!("not a send") };
     assert!(!s.requires_response);
     assert_eq!(s.correlation_id, 0x0000_0001_FFFF_FFFF);
 }
@@ -182,52 +159,30 @@ fn create_consumer_golden() {
     );
     let p = SessionCreateConsumer::new(0, "q1");
     assert_eq!(frame(10, p.clone(), ProtocolVersion::V135), golden);
-    assert_eq!(
-        unframe(&golden, ProtocolVersion::V135).1,
-        Packet::SessionCreateConsumer(p.clone())
-    );
+    assert_eq!(unframe(&golden, ProtocolVersion::V135).1, Packet::SessionCreateConsumer(p.clone()));
     // Version 129 has no priority; the decoder defaults it to 0 when absent.
     let old = frame(10, p.clone(), ProtocolVersion::V129);
     assert_eq!(old.len(), golden.len() - 4);
-    assert_eq!(
-        unframe(&old, ProtocolVersion::V135).1,
-        Packet::SessionCreateConsumer(p)
-    );
+    assert_eq!(unframe(&old, ProtocolVersion::V135).1, Packet::SessionCreateConsumer(p));
 }
 
 #[test]
 fn ack_flow_commit_golden() {
     // core-protocol.md §9.4.
     let ack = hex("00 00 00 1A 51 00 00 00 00 00 00 00 0A  00 00 00 00 00 00 00 05  00 00 00 00 00 00 00 63  FF");
-    let p = SessionIndividualAcknowledge {
-        consumer_id: 5,
-        message_id: 99,
-        requires_response: true,
-    };
+    let p = SessionIndividualAcknowledge { consumer_id: 5, message_id: 99, requires_response: true };
     assert_eq!(frame(10, p, ProtocolVersion::V135), ack);
-    assert_eq!(
-        unframe(&ack, ProtocolVersion::V135).1,
-        Packet::SessionIndividualAcknowledge(p)
-    );
+    assert_eq!(unframe(&ack, ProtocolVersion::V135).1, Packet::SessionIndividualAcknowledge(p));
 
     let flow = hex("00 00 00 15 46 00 00 00 00 00 00 00 0A  00 00 00 00 00 00 00 05  00 10 00 00");
-    let p = SessionConsumerFlowCredit {
-        consumer_id: 5,
-        credits: 1 << 20,
-    };
+    let p = SessionConsumerFlowCredit { consumer_id: 5, credits: 1 << 20 };
     assert_eq!(frame(10, p, ProtocolVersion::V135), flow);
-    assert_eq!(
-        unframe(&flow, ProtocolVersion::V135).1,
-        Packet::SessionConsumerFlowCredit(p)
-    );
+    assert_eq!(unframe(&flow, ProtocolVersion::V135).1, Packet::SessionConsumerFlowCredit(p));
 
     let commit = hex("00 00 00 11 2B 00 00 00 00 00 00 00 0A  00 00 00 00 00 00 00 03");
     let p = SessionCommit { correlation_id: 3 };
     assert_eq!(frame(10, p, ProtocolVersion::V135), commit);
-    assert_eq!(
-        unframe(&commit, ProtocolVersion::V135).1,
-        Packet::SessionCommit(p)
-    );
+    assert_eq!(unframe(&commit, ProtocolVersion::V135).1, Packet::SessionCommit(p));
     // Before 132 the commit body is empty.
     assert_eq!(frame(10, p, ProtocolVersion::V131).len(), 13);
 }
@@ -248,24 +203,12 @@ fn receive_large_and_continuation_golden() {
     );
     // ... and continues directly with the messageID.
     assert_eq!(bytes[33..41].to_vec(), hex("00 00 00 00 00 00 00 00"));
-    assert_eq!(
-        unframe(&bytes, ProtocolVersion::V135).1,
-        Packet::SessionReceiveLargeMessage(start)
-    );
+    assert_eq!(unframe(&bytes, ProtocolVersion::V135).1, Packet::SessionReceiveLargeMessage(start));
 
-    let last = hex(
-        "00 00 00 18 4D 00 00 00 00 00 00 00 0A  00 00 00 02 09 09  00  00 00 00 00 00 00 00 05",
-    );
-    let p = SessionReceiveContinuation {
-        chunk: Bytes::from_static(&[9, 9]),
-        continues: false,
-        consumer_id: 5,
-    };
+    let last = hex("00 00 00 18 4D 00 00 00 00 00 00 00 0A  00 00 00 02 09 09  00  00 00 00 00 00 00 00 05");
+    let p = SessionReceiveContinuation { chunk: Bytes::from_static(&[9, 9]), continues: false, consumer_id: 5 };
     assert_eq!(frame(10, p.clone(), ProtocolVersion::V135), last);
-    assert_eq!(
-        unframe(&last, ProtocolVersion::V135).1,
-        Packet::SessionReceiveContinuation(p)
-    );
+    assert_eq!(unframe(&last, ProtocolVersion::V135).1, Packet::SessionReceiveContinuation(p));
 }
 
 #[test]
@@ -283,10 +226,7 @@ fn send_continuation_v3_golden() {
         producer_id: 9,
     };
     assert_eq!(frame(10, p.clone(), ProtocolVersion::V135), last);
-    assert_eq!(
-        unframe(&last, ProtocolVersion::V135).1,
-        Packet::SessionSendContinuation(p)
-    );
+    assert_eq!(unframe(&last, ProtocolVersion::V135).1, Packet::SessionSendContinuation(p));
 
     let middle = hex(
         "00 00 00 1E 49 00 00 00 00 00 00 00 0A  00 00 00 03 01 02 03  FF  00  00 00 00 00 00 00 00 02  00 00 00 09",
@@ -300,10 +240,7 @@ fn send_continuation_v3_golden() {
         producer_id: 9,
     };
     assert_eq!(frame(10, p.clone(), ProtocolVersion::V135), middle);
-    assert_eq!(
-        unframe(&middle, ProtocolVersion::V135).1,
-        Packet::SessionSendContinuation(p)
-    );
+    assert_eq!(unframe(&middle, ProtocolVersion::V135).1, Packet::SessionSendContinuation(p));
 }
 
 #[test]
@@ -312,11 +249,7 @@ fn exception_golden() {
     let text = "AMQ229017: Queue x does not exist";
     let mut v1 = hex("00 00 00 35 14 00 00 00 00 00 00 00 0A  00 00 00 64  01 00 00 00 21 00 21");
     v1.extend_from_slice(text.as_bytes());
-    let p = ExceptionResponse {
-        code: 100,
-        message: Some(text.into()),
-        correlation_id: None,
-    };
+    let p = ExceptionResponse { code: 100, message: Some(text.into()), correlation_id: None };
     assert_eq!(frame(10, p.clone(), ProtocolVersion::V135), v1);
     let (_, back) = unframe(&v1, ProtocolVersion::V135);
     assert_eq!(back, Packet::ExceptionResponse(p.clone()));
@@ -324,17 +257,11 @@ fn exception_golden() {
     assert_eq!(p.amq_id(), Some("AMQ229017"));
     assert_eq!(back.response_correlation_id(), None);
 
-    let v2 = hex("00 00 00 1E 14 00 00 00 00 00 00 00 0A  00 00 00 69  01 00 00 00 02 00 6E 00 6F  00 00 00 00 00 00 00 05");
-    let p = ExceptionResponse {
-        code: 105,
-        message: Some("no".into()),
-        correlation_id: Some(5),
-    };
+    let v2 =
+        hex("00 00 00 1E 14 00 00 00 00 00 00 00 0A  00 00 00 69  01 00 00 00 02 00 6E 00 6F  00 00 00 00 00 00 00 05");
+    let p = ExceptionResponse { code: 105, message: Some("no".into()), correlation_id: Some(5) };
     assert_eq!(frame(10, p.clone(), ProtocolVersion::V135), v2);
-    assert_eq!(
-        unframe(&v2, ProtocolVersion::V135).1,
-        Packet::ExceptionResponse(p.clone())
-    );
+    assert_eq!(unframe(&v2, ProtocolVersion::V135).1, Packet::ExceptionResponse(p.clone()));
     assert_eq!(p.exception_type(), ExceptionType::SecurityException);
     assert_eq!(p.amq_id(), None);
     // Before 130 the correlation id is neither written nor read.
@@ -346,23 +273,10 @@ fn exception_golden() {
 fn null_response_shapes() {
     // ≥ 130: always 8 bytes; an empty body still decodes, as −1 (NullResponseMessage_V2).
     assert_eq!(
-        Packet::decode(
-            packet_type::NULL_RESPONSE,
-            Bytes::new(),
-            ProtocolVersion::V135
-        )
-        .unwrap(),
+        Packet::decode(packet_type::NULL_RESPONSE, Bytes::new(), ProtocolVersion::V135).unwrap(),
         Packet::NullResponse(NullResponse { correlation_id: -1 })
     );
-    assert_eq!(
-        frame(
-            10,
-            NullResponse { correlation_id: 7 },
-            ProtocolVersion::V129
-        )
-        .len(),
-        13
-    );
+    assert_eq!(frame(10, NullResponse { correlation_id: 7 }, ProtocolVersion::V129).len(), 13);
 }
 
 #[test]
@@ -387,12 +301,9 @@ fn queue_query_response_groups_are_optional() {
     // Fixed part: 3 bools + i32 + i64 + null filter + "a" + "q" + 3 bools + i8 + i32.
     let fixed = 3 + 4 + 8 + 1 + 7 + 7 + 3 + 1 + 4;
     let cut = b.freeze().slice(..fixed);
-    let Packet::SessionQueueQueryResponseV3(r) = Packet::decode(
-        packet_type::SESS_QUEUEQUERY_RESP_V3,
-        cut,
-        ProtocolVersion::V135,
-    )
-    .unwrap() else {
+    let Packet::SessionQueueQueryResponseV3(r) =
+        Packet::decode(packet_type::SESS_QUEUEQUERY_RESP_V3, cut, ProtocolVersion::V135).unwrap()
+    else {
         panic!()
     };
     assert_eq!(r.exclusive, None);
@@ -421,29 +332,15 @@ fn create_queue_v2_suggested_values() {
     expected[..4].copy_from_slice(&len.to_be_bytes());
     expected[4] = packet_type::CREATE_QUEUE_V2 as u8;
     assert_eq!(bytes, expected);
-    assert_eq!(
-        unframe(&bytes, ProtocolVersion::V135).1,
-        Packet::CreateQueueV2(p)
-    );
+    assert_eq!(unframe(&bytes, ProtocolVersion::V135).1, Packet::CreateQueueV2(p));
 }
 
 #[test]
 fn unknown_types_decode_as_unknown() {
     let body = Bytes::from_static(&[1, 2, 3]);
-    for t in [
-        packet_type::CLUSTER_TOPOLOGY_V4,
-        packet_type::SESS_XA_START,
-        102,
-        127,
-    ] {
+    for t in [packet_type::CLUSTER_TOPOLOGY_V4, packet_type::SESS_XA_START, 102, 127] {
         let p = Packet::decode(t, body.clone(), ProtocolVersion::V135).unwrap();
-        assert_eq!(
-            p,
-            Packet::Unknown {
-                packet_type: t,
-                body: body.clone()
-            }
-        );
+        assert_eq!(p, Packet::Unknown { packet_type: t, body: body.clone() });
         assert_eq!(p.packet_type(), t);
     }
 }
@@ -454,22 +351,10 @@ fn trailing_bytes_after_known_fields_are_ignored() {
     let extra = [0xAB_u8; 5];
     let cases: Vec<Packet> = vec![
         Ping { connection_ttl: 5 }.into(),
-        CreateSessionResponse {
-            server_version: 136,
-        }
-        .into(),
+        CreateSessionResponse { server_version: 136 }.into(),
         NullResponse { correlation_id: 4 }.into(),
-        SessionConsumerFlowCredit {
-            consumer_id: 1,
-            credits: 2,
-        }
-        .into(),
-        SessionReceiveContinuation {
-            chunk: Bytes::from_static(b"x"),
-            continues: true,
-            consumer_id: 3,
-        }
-        .into(),
+        SessionConsumerFlowCredit { consumer_id: 1, credits: 2 }.into(),
+        SessionReceiveContinuation { chunk: Bytes::from_static(b"x"), continues: true, consumer_id: 3 }.into(),
         SessionQueueQueryResponseV3::default().into(),
         SessionBindingQueryResponseV5::default().into(),
         CreateQueueV2::anycast("a", "q").into(),
@@ -478,77 +363,38 @@ fn trailing_bytes_after_known_fields_are_ignored() {
         let mut b = BytesMut::new();
         p.encode(ProtocolVersion::V135, &mut b);
         b.extend_from_slice(&extra);
-        assert_eq!(
-            Packet::decode(p.packet_type(), b.freeze(), ProtocolVersion::V135).unwrap(),
-            p,
-            "{}",
-            p.type_name()
-        );
+        assert_eq!(Packet::decode(p.packet_type(), b.freeze(), ProtocolVersion::V135).unwrap(), p, "{}", p.type_name());
     }
 }
 
 #[test]
 fn type_names_for_logs() {
     assert_eq!(Packet::from(SessionStart).type_name(), "SESS_START");
-    assert_eq!(
-        Packet::from(SessionBindingQueryResponseV5::default()).type_name(),
-        "SESS_BINDINGQUERY_RESP_V5"
-    );
-    assert_eq!(
-        Packet::Unknown {
-            packet_type: 102,
-            body: Bytes::new()
-        }
-        .type_name(),
-        "UNKNOWN"
-    );
+    assert_eq!(Packet::from(SessionBindingQueryResponseV5::default()).type_name(), "SESS_BINDINGQUERY_RESP_V5");
+    assert_eq!(Packet::Unknown { packet_type: 102, body: Bytes::new() }.type_name(), "UNKNOWN");
 }
 
 #[test]
 fn truncated_bodies_are_errors_not_panics() {
     assert_eq!(
-        Packet::decode(
-            packet_type::PING,
-            Bytes::from_static(&[0; 7]),
-            ProtocolVersion::V135
-        ),
+        Packet::decode(packet_type::PING, Bytes::from_static(&[0; 7]), ProtocolVersion::V135),
         Err(crate::protocol::DecodeError::Truncated { need: 8, have: 7 })
     );
-    assert!(Packet::decode(
-        packet_type::SESS_SEND,
-        Bytes::from_static(&[0; 12]),
-        ProtocolVersion::V135
-    )
-    .is_err());
-    assert!(Packet::decode(
-        packet_type::SESS_RECEIVE_MSG,
-        Bytes::new(),
-        ProtocolVersion::V135
-    )
-    .is_err());
+    assert!(Packet::decode(packet_type::SESS_SEND, Bytes::from_static(&[0; 12]), ProtocolVersion::V135).is_err());
+    assert!(Packet::decode(packet_type::SESS_RECEIVE_MSG, Bytes::new(), ProtocolVersion::V135).is_err());
 }
 
 #[test]
 fn forced_delivery_marker_in_a_receive() {
     // §9.3: endOfBodyPosition 17, 4 zero bytes, deliveryCount 0 in the trailer.
-    let mut headers = MessageHeaders {
-        message_id: 12,
-        address: Some("q".into()),
-        priority: 0,
-        ..Default::default()
-    };
-    headers
-        .properties
-        .insert(names::FORCED_DELIVERY_SEQ, PropertyValue::Long(1));
+    let mut headers = MessageHeaders { message_id: 12, address: Some("q".into()), priority: 0, ..Default::default() };
+    headers.properties.insert(names::FORCED_DELIVERY_SEQ, PropertyValue::Long(1));
     let mut body = BytesMut::from(&hex("00 00 00 11 00 00 00 00")[..]);
     headers.encode(&mut body);
     body.extend_from_slice(&hex("00 00 00 00 00 00 00 05  00 00 00 00"));
-    let Packet::SessionReceiveMessage(r) = Packet::decode(
-        packet_type::SESS_RECEIVE_MSG,
-        body.freeze(),
-        ProtocolVersion::V135,
-    )
-    .unwrap() else {
+    let Packet::SessionReceiveMessage(r) =
+        Packet::decode(packet_type::SESS_RECEIVE_MSG, body.freeze(), ProtocolVersion::V135).unwrap()
+    else {
         panic!()
     };
     assert_eq!((r.consumer_id, r.delivery_count), (5, 0));
@@ -565,8 +411,7 @@ fn disconnect_v3_with_connector_round_trips() {
         target_node_id: None,
         target_connector: Some(TransportConfiguration {
             name: "netty".into(),
-            factory_class_name:
-                "org.apache.activemq.artemis.core.remoting.impl.netty.NettyConnectorFactory".into(),
+            factory_class_name: "org.apache.activemq.artemis.core.remoting.impl.netty.NettyConnectorFactory".into(),
             params: vec![
                 ("host".into(), TransportParam::String("b2".into())),
                 ("port".into(), TransportParam::Int(61616)),
@@ -575,21 +420,12 @@ fn disconnect_v3_with_connector_round_trips() {
             ],
         }),
     };
-    assert_eq!(
-        unframe(
-            &frame(0, p.clone(), ProtocolVersion::V135),
-            ProtocolVersion::V135
-        )
-        .1,
-        Packet::DisconnectV3(p)
-    );
+    assert_eq!(unframe(&frame(0, p.clone(), ProtocolVersion::V135), ProtocolVersion::V135).1, Packet::DisconnectV3(p));
     assert!(DisconnectReason::SHUT_DOWN_ON_CRITICAL_ERROR.is_critical_error());
     assert!(!DisconnectReason::SHUT_DOWN.is_critical_error());
     // An unknown parameter tag is an error: null node, reason 4, null target,
     // connector present, name "", factory "", 1 parameter, key "", tag 9.
-    let b = Bytes::from(hex(
-        "00 04 00 FF 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 09",
-    ));
+    let b = Bytes::from(hex("00 04 00 FF 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 09"));
     assert_eq!(
         Packet::decode(packet_type::DISCONNECT_V3, b, ProtocolVersion::V135),
         Err(crate::protocol::DecodeError::UnknownTransportParamType { tag: 9 })
@@ -639,22 +475,21 @@ fn arb_create_session() -> impl Strategy<Value = CreateSession> {
         ),
     )
         .prop_map(
-            |(
-                (name, ch, version, username, password),
-                (mlm, xa, acs, aca, window, pre, default_address),
-            )| CreateSession {
-                name,
-                session_channel_id: ch,
-                version,
-                username,
-                password,
-                min_large_message_size: mlm,
-                xa,
-                auto_commit_sends: acs,
-                auto_commit_acks: aca,
-                window_size: window,
-                pre_acknowledge: pre,
-                default_address,
+            |((name, ch, version, username, password), (mlm, xa, acs, aca, window, pre, default_address))| {
+                CreateSession {
+                    name,
+                    session_channel_id: ch,
+                    version,
+                    username,
+                    password,
+                    min_large_message_size: mlm,
+                    xa,
+                    auto_commit_sends: acs,
+                    auto_commit_acks: aca,
+                    window_size: window,
+                    pre_acknowledge: pre,
+                    default_address,
+                }
             },
         )
 }
@@ -666,32 +501,13 @@ fn arb_transport() -> impl Strategy<Value = TransportConfiguration> {
         any::<i64>().prop_map(TransportParam::Long),
         arb_string().prop_map(TransportParam::String),
     ];
-    (
-        ".{0,20}",
-        ".{0,20}",
-        prop::collection::vec((".{0,12}", param), 0..4),
-    )
-        .prop_map(
-            |(name, factory_class_name, params)| TransportConfiguration {
-                name,
-                factory_class_name,
-                params,
-            },
-        )
+    (".{0,20}", ".{0,20}", prop::collection::vec((".{0,12}", param), 0..4))
+        .prop_map(|(name, factory_class_name, params)| TransportConfiguration { name, factory_class_name, params })
 }
 
 fn arb_queue_query_response() -> impl Strategy<Value = SessionQueueQueryResponseV3> {
     (
-        (
-            any::<bool>(),
-            any::<bool>(),
-            any::<bool>(),
-            any::<i32>(),
-            any::<i64>(),
-            opt_ss(),
-            opt_ss(),
-            opt_ss(),
-        ),
+        (any::<bool>(), any::<bool>(), any::<bool>(), any::<i32>(), any::<i64>(), opt_ss(), opt_ss(), opt_ss()),
         (
             any::<bool>(),
             any::<bool>(),
@@ -861,116 +677,57 @@ fn strategies(v: ProtocolVersion) -> Vec<(i8, BoxedStrategy<Packet>)> {
     let mut s: Vec<(i8, BoxedStrategy<Packet>)> = Vec::new();
     macro_rules! add {
         ($ty:ty, $strat:expr) => {
-            s.push((
-                <$ty as PacketBody>::PACKET_TYPE,
-                ($strat).prop_map(Packet::from).boxed(),
-            ))
+            s.push((<$ty as PacketBody>::PACKET_TYPE, ($strat).prop_map(Packet::from).boxed()))
         };
     }
-    add!(
-        Ping,
-        any::<i64>().prop_map(|connection_ttl| Ping { connection_ttl })
-    );
-    add!(
-        Disconnect,
-        opt_ss().prop_map(|node_id| Disconnect { node_id })
-    );
+    add!(Ping, any::<i64>().prop_map(|connection_ttl| Ping { connection_ttl }));
+    add!(Disconnect, opt_ss().prop_map(|node_id| Disconnect { node_id }));
     add!(
         DisconnectV2,
-        (opt_ss(), opt_ss()).prop_map(|(node_id, scale_down_node_id)| DisconnectV2 {
-            node_id,
-            scale_down_node_id
-        })
+        (opt_ss(), opt_ss()).prop_map(|(node_id, scale_down_node_id)| DisconnectV2 { node_id, scale_down_node_id })
     );
     add!(
         DisconnectV3,
-        (
-            opt_ss(),
-            any::<i8>(),
-            opt_ss(),
-            proptest::option::of(arb_transport())
+        (opt_ss(), any::<i8>(), opt_ss(), proptest::option::of(arb_transport())).prop_map(
+            |(node_id, r, target_node_id, target_connector)| {
+                DisconnectV3 { node_id, reason: DisconnectReason(r), target_node_id, target_connector }
+            }
         )
-            .prop_map(|(node_id, r, target_node_id, target_connector)| {
-                DisconnectV3 {
-                    node_id,
-                    reason: DisconnectReason(r),
-                    target_node_id,
-                    target_connector,
-                }
-            })
     );
-    add!(
-        DisconnectConsumerWithKill,
-        opt_ss().prop_map(|node_id| DisconnectConsumerWithKill { node_id })
-    );
+    add!(DisconnectConsumerWithKill, opt_ss().prop_map(|node_id| DisconnectConsumerWithKill { node_id }));
     add!(
         ExceptionResponse,
-        (
-            any::<i32>(),
-            proptest::option::of(arb_string()),
-            gated(asy, any::<Option<i64>>(), None)
-        )
-            .prop_map(|(code, message, correlation_id)| ExceptionResponse {
-                code,
-                message,
-                correlation_id
-            })
+        (any::<i32>(), proptest::option::of(arb_string()), gated(asy, any::<Option<i64>>(), None))
+            .prop_map(|(code, message, correlation_id)| ExceptionResponse { code, message, correlation_id })
     );
-    add!(
-        NullResponse,
-        gated(asy, any::<i64>(), -1).prop_map(|correlation_id| NullResponse { correlation_id })
-    );
-    add!(
-        PacketsConfirmed,
-        any::<i32>().prop_map(|command_id| PacketsConfirmed { command_id })
-    );
+    add!(NullResponse, gated(asy, any::<i64>(), -1).prop_map(|correlation_id| NullResponse { correlation_id }));
+    add!(PacketsConfirmed, any::<i32>().prop_map(|command_id| PacketsConfirmed { command_id }));
     add!(CreateSession, arb_create_session());
     add!(
         CreateSessionV2,
         (arb_create_session(), proptest::option::of(arb_string()))
             .prop_map(|(session, client_id)| CreateSessionV2 { session, client_id })
     );
-    add!(
-        CreateSessionResponse,
-        any::<i32>().prop_map(|server_version| CreateSessionResponse { server_version })
-    );
+    add!(CreateSessionResponse, any::<i32>().prop_map(|server_version| CreateSessionResponse { server_version }));
     add!(SessionStart, Just(SessionStart));
     add!(SessionStop, Just(SessionStop));
     add!(SessionClose, Just(SessionClose));
     add!(
         SessionCommit,
-        gated(v.has_commit_correlation(), any::<i64>(), -1)
-            .prop_map(|correlation_id| SessionCommit { correlation_id })
+        gated(v.has_commit_correlation(), any::<i64>(), -1).prop_map(|correlation_id| SessionCommit { correlation_id })
     );
-    add!(
-        SessionRollback,
-        any::<bool>().prop_map(|b| SessionRollback {
-            consider_last_message_as_delivered: b
-        })
-    );
-    add!(
-        SessionAddMetadata,
-        (arb_string(), arb_string()).prop_map(|(key, data)| SessionAddMetadata { key, data })
-    );
+    add!(SessionRollback, any::<bool>().prop_map(|b| SessionRollback { consider_last_message_as_delivered: b }));
+    add!(SessionAddMetadata, (arb_string(), arb_string()).prop_map(|(key, data)| SessionAddMetadata { key, data }));
     add!(
         SessionAddMetadataV2,
-        (arb_string(), arb_string(), any::<bool>()).prop_map(
-            |(key, data, requires_confirmation)| SessionAddMetadataV2 {
-                key,
-                data,
-                requires_confirmation
-            }
-        )
+        (arb_string(), arb_string(), any::<bool>())
+            .prop_map(|(key, data, requires_confirmation)| SessionAddMetadataV2 { key, data, requires_confirmation })
     );
     add!(
         SessionUniqueAddMetadata,
-        (arb_string(), arb_string(), any::<bool>()).prop_map(
-            |(key, data, requires_confirmation)| SessionUniqueAddMetadata {
-                key,
-                data,
-                requires_confirmation
-            }
-        )
+        (arb_string(), arb_string(), any::<bool>()).prop_map(|(key, data, requires_confirmation)| {
+            SessionUniqueAddMetadata { key, data, requires_confirmation }
+        })
     );
     add!(
         SessionCreateConsumer,
@@ -982,93 +739,50 @@ fn strategies(v: ProtocolVersion) -> Vec<(i8, BoxedStrategy<Packet>)> {
             any::<bool>(),
             gated(v.has_consumer_priority(), any::<i32>(), 0)
         )
-            .prop_map(
-                |(consumer_id, queue_name, filter, browse_only, requires_response, priority)| {
-                    SessionCreateConsumer {
-                        consumer_id,
-                        queue_name,
-                        filter,
-                        browse_only,
-                        requires_response,
-                        priority,
-                    }
-                }
-            )
+            .prop_map(|(consumer_id, queue_name, filter, browse_only, requires_response, priority)| {
+                SessionCreateConsumer { consumer_id, queue_name, filter, browse_only, requires_response, priority }
+            })
     );
     add!(
         SessionAcknowledge,
-        (any::<i64>(), any::<i64>(), any::<bool>()).prop_map(
-            |(consumer_id, message_id, requires_response)| SessionAcknowledge {
-                consumer_id,
-                message_id,
-                requires_response
-            }
-        )
+        (any::<i64>(), any::<i64>(), any::<bool>()).prop_map(|(consumer_id, message_id, requires_response)| {
+            SessionAcknowledge { consumer_id, message_id, requires_response }
+        })
     );
     add!(
         SessionIndividualAcknowledge,
-        (any::<i64>(), any::<i64>(), any::<bool>()).prop_map(
-            |(consumer_id, message_id, requires_response)| {
-                SessionIndividualAcknowledge {
-                    consumer_id,
-                    message_id,
-                    requires_response,
-                }
-            }
-        )
+        (any::<i64>(), any::<i64>(), any::<bool>()).prop_map(|(consumer_id, message_id, requires_response)| {
+            SessionIndividualAcknowledge { consumer_id, message_id, requires_response }
+        })
     );
     add!(
         SessionExpire,
-        (any::<i64>(), any::<i64>()).prop_map(|(consumer_id, message_id)| SessionExpire {
-            consumer_id,
-            message_id
-        })
+        (any::<i64>(), any::<i64>()).prop_map(|(consumer_id, message_id)| SessionExpire { consumer_id, message_id })
     );
     add!(
         SessionConsumerFlowCredit,
-        (any::<i64>(), any::<i32>()).prop_map(|(consumer_id, credits)| SessionConsumerFlowCredit {
-            consumer_id,
-            credits
-        })
+        (any::<i64>(), any::<i32>())
+            .prop_map(|(consumer_id, credits)| SessionConsumerFlowCredit { consumer_id, credits })
     );
-    add!(
-        SessionConsumerClose,
-        any::<i64>().prop_map(|consumer_id| SessionConsumerClose { consumer_id })
-    );
+    add!(SessionConsumerClose, any::<i64>().prop_map(|consumer_id| SessionConsumerClose { consumer_id }));
     add!(
         SessionForceConsumerDelivery,
-        (any::<i64>(), any::<i64>()).prop_map(|(consumer_id, sequence)| {
-            SessionForceConsumerDelivery {
-                consumer_id,
-                sequence,
-            }
-        })
+        (any::<i64>(), any::<i64>())
+            .prop_map(|(consumer_id, sequence)| { SessionForceConsumerDelivery { consumer_id, sequence } })
     );
-    add!(
-        DisconnectConsumer,
-        any::<i64>().prop_map(|consumer_id| DisconnectConsumer { consumer_id })
-    );
+    add!(DisconnectConsumer, any::<i64>().prop_map(|consumer_id| DisconnectConsumer { consumer_id }));
     add!(
         SessionSend,
-        (
-            arb_message(),
-            any::<bool>(),
-            gated(asy, any::<i64>(), -1),
-            gated(prod, any::<i32>(), -1)
+        (arb_message(), any::<bool>(), gated(asy, any::<i64>(), -1), gated(prod, any::<i32>(), -1)).prop_map(
+            |(message, requires_response, correlation_id, producer_id)| SessionSend {
+                message,
+                requires_response,
+                correlation_id,
+                producer_id
+            }
         )
-            .prop_map(
-                |(message, requires_response, correlation_id, producer_id)| SessionSend {
-                    message,
-                    requires_response,
-                    correlation_id,
-                    producer_id
-                }
-            )
     );
-    add!(
-        SessionSendLarge,
-        arb_headers().prop_map(|headers| SessionSendLarge { headers })
-    );
+    add!(SessionSendLarge, arb_headers().prop_map(|headers| SessionSendLarge { headers }));
     add!(
         SessionSendContinuation,
         (
@@ -1079,18 +793,16 @@ fn strategies(v: ProtocolVersion) -> Vec<(i8, BoxedStrategy<Packet>)> {
             gated(asy, any::<i64>(), -1),
             gated(prod, any::<i32>(), -1)
         )
-            .prop_map(
-                |(chunk, continues, size, requires_response, correlation_id, producer_id)| {
-                    SessionSendContinuation {
-                        chunk,
-                        continues,
-                        message_body_size: if continues { -1 } else { size },
-                        requires_response,
-                        correlation_id,
-                        producer_id,
-                    }
+            .prop_map(|(chunk, continues, size, requires_response, correlation_id, producer_id)| {
+                SessionSendContinuation {
+                    chunk,
+                    continues,
+                    message_body_size: if continues { -1 } else { size },
+                    requires_response,
+                    correlation_id,
+                    producer_id,
                 }
-            )
+            })
     );
     add!(
         SessionRequestProducerCredits,
@@ -1099,8 +811,7 @@ fn strategies(v: ProtocolVersion) -> Vec<(i8, BoxedStrategy<Packet>)> {
     );
     add!(
         SessionProducerCredits,
-        (any::<i32>(), arb_simple_string())
-            .prop_map(|(credits, address)| SessionProducerCredits { credits, address })
+        (any::<i32>(), arb_simple_string()).prop_map(|(credits, address)| SessionProducerCredits { credits, address })
     );
     add!(
         SessionProducerCreditsFail,
@@ -1109,100 +820,56 @@ fn strategies(v: ProtocolVersion) -> Vec<(i8, BoxedStrategy<Packet>)> {
     );
     add!(
         CreateProducer,
-        (any::<i32>(), opt_ss()).prop_map(|(producer_id, address)| CreateProducer {
-            producer_id,
-            address
-        })
+        (any::<i32>(), opt_ss()).prop_map(|(producer_id, address)| CreateProducer { producer_id, address })
     );
-    add!(
-        RemoveProducer,
-        any::<i32>().prop_map(|producer_id| RemoveProducer { producer_id })
-    );
+    add!(RemoveProducer, any::<i32>().prop_map(|producer_id| RemoveProducer { producer_id }));
     add!(
         SessionReceiveMessage,
-        (arb_message(), any::<i64>(), any::<i32>()).prop_map(
-            |(message, consumer_id, delivery_count)| SessionReceiveMessage {
-                message,
-                consumer_id,
-                delivery_count
-            }
-        )
+        (arb_message(), any::<i64>(), any::<i32>()).prop_map(|(message, consumer_id, delivery_count)| {
+            SessionReceiveMessage { message, consumer_id, delivery_count }
+        })
     );
     add!(
         SessionReceiveLargeMessage,
         (any::<i64>(), any::<i32>(), any::<i64>(), arb_headers()).prop_map(
             |(consumer_id, delivery_count, large_message_size, headers)| {
-                SessionReceiveLargeMessage {
-                    consumer_id,
-                    delivery_count,
-                    large_message_size,
-                    headers,
-                }
+                SessionReceiveLargeMessage { consumer_id, delivery_count, large_message_size, headers }
             }
         )
     );
     add!(
         SessionReceiveContinuation,
-        (bytes_vec(300), any::<bool>(), any::<i64>()).prop_map(
-            |(chunk, continues, consumer_id)| SessionReceiveContinuation {
-                chunk,
-                continues,
-                consumer_id
-            }
-        )
+        (bytes_vec(300), any::<bool>(), any::<i64>())
+            .prop_map(|(chunk, continues, consumer_id)| SessionReceiveContinuation { chunk, continues, consumer_id })
     );
-    add!(
-        SessionQueueQuery,
-        arb_simple_string().prop_map(|queue_name| SessionQueueQuery { queue_name })
-    );
+    add!(SessionQueueQuery, arb_simple_string().prop_map(|queue_name| SessionQueueQuery { queue_name }));
     add!(SessionQueueQueryResponseV3, arb_queue_query_response());
-    add!(
-        SessionBindingQuery,
-        arb_simple_string().prop_map(|address| SessionBindingQuery { address })
-    );
+    add!(SessionBindingQuery, arb_simple_string().prop_map(|address| SessionBindingQuery { address }));
     add!(SessionBindingQueryResponseV4, arb_binding_v4());
     add!(
         SessionBindingQueryResponseV5,
-        (arb_binding_v4(), any::<bool>(), any::<bool>()).prop_map(
-            |(result, supports_multicast, supports_anycast)| {
-                SessionBindingQueryResponseV5 {
-                    result,
-                    supports_multicast,
-                    supports_anycast,
-                }
-            }
-        )
+        (arb_binding_v4(), any::<bool>(), any::<bool>()).prop_map(|(result, supports_multicast, supports_anycast)| {
+            SessionBindingQueryResponseV5 { result, supports_multicast, supports_anycast }
+        })
     );
     add!(CreateQueueV2, arb_create_queue());
-    add!(
-        SessionDeleteQueue,
-        arb_simple_string().prop_map(|queue_name| SessionDeleteQueue { queue_name })
-    );
+    add!(SessionDeleteQueue, arb_simple_string().prop_map(|queue_name| SessionDeleteQueue { queue_name }));
     add!(
         CreateAddress,
-        (
-            arb_simple_string(),
-            prop::collection::vec(any::<i8>(), 0..4),
-            any::<bool>(),
-            any::<bool>()
+        (arb_simple_string(), prop::collection::vec(any::<i8>(), 0..4), any::<bool>(), any::<bool>()).prop_map(
+            |(address, routing_types, requires_response, auto_created)| CreateAddress {
+                address,
+                routing_types,
+                requires_response,
+                auto_created
+            }
         )
-            .prop_map(
-                |(address, routing_types, requires_response, auto_created)| CreateAddress {
-                    address,
-                    routing_types,
-                    requires_response,
-                    auto_created
-                }
-            )
     );
     s
 }
 
 fn arb_unknown() -> impl Strategy<Value = Packet> {
-    (
-        any::<i8>().prop_filter("unknown type", |t| !Packet::KNOWN_TYPES.contains(t)),
-        bytes_vec(64),
-    )
+    (any::<i8>().prop_filter("unknown type", |t| !Packet::KNOWN_TYPES.contains(t)), bytes_vec(64))
         .prop_map(|(packet_type, body)| Packet::Unknown { packet_type, body })
 }
 
@@ -1214,9 +881,7 @@ fn assert_round_trip(p: &Packet, v: ProtocolVersion, channel: i64) -> Result<(),
     prop_assert!(buf.is_empty());
     prop_assert_eq!(f.header.packet_type, p.packet_type());
     prop_assert_eq!(f.header.channel_id, channel);
-    let back = f
-        .decode_packet(v)
-        .map_err(|e| TestCaseError::fail(format!("{e} for {p:?}")))?;
+    let back = f.decode_packet(v).map_err(|e| TestCaseError::fail(format!("{e} for {p:?}")))?;
     prop_assert_eq!(&back, p);
     Ok(())
 }
@@ -1227,11 +892,7 @@ fn strategies_cover_every_known_type() {
         let covered: BTreeSet<i8> = strategies(v).iter().map(|(t, _)| *t).collect();
         let known: BTreeSet<i8> = Packet::KNOWN_TYPES.iter().copied().collect();
         assert_eq!(covered, known);
-        assert_eq!(
-            known.len(),
-            Packet::KNOWN_TYPES.len(),
-            "duplicate type code in Packet"
-        );
+        assert_eq!(known.len(), Packet::KNOWN_TYPES.len(), "duplicate type code in Packet");
     }
 }
 
@@ -1245,9 +906,7 @@ fn every_packet_type_round_trips_at_every_version() {
                     prop_assert_eq!(p.packet_type(), t);
                     assert_round_trip(&p, v, channel)
                 })
-                .unwrap_or_else(|e| {
-                    panic!("type {t} ({:?}) at version {v}: {e}", packet_type::name(t))
-                });
+                .unwrap_or_else(|e| panic!("type {t} ({:?}) at version {v}: {e}", packet_type::name(t)));
         }
     }
 }
@@ -1258,8 +917,7 @@ fn arb_version() -> impl Strategy<Value = ProtocolVersion> {
 
 fn arb_any_packet() -> impl Strategy<Value = (ProtocolVersion, Packet)> {
     arb_version().prop_flat_map(|v| {
-        let mut arms: Vec<BoxedStrategy<Packet>> =
-            strategies(v).into_iter().map(|(_, s)| s).collect();
+        let mut arms: Vec<BoxedStrategy<Packet>> = strategies(v).into_iter().map(|(_, s)| s).collect();
         arms.push(arb_unknown().boxed());
         (Just(v), Union::new(arms))
     })

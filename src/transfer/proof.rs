@@ -1,0 +1,288 @@
+//! The proof of a run's end (SPEC §7, I2): before a move or a copy says Succeeded, the source broker is asked
+//! again, and the run's own outcome must account for what the broker counted at `t0`.
+//!
+//! A run's end signals can lie — a browser's end of queue comes early after a journal reload or when a consumer
+//! gives messages back behind it, and a counted broker move can drop what it takes out of its scheduler — so "the
+//! refills found nothing more" or "the browser reached the end" is never taken as "done" on its own. What the
+//! broker counts is compared instead:
+//!
+//! ```text
+//!   selected at t0  =  delivered + dead-lettered + not taken + returned  +  taken by others meanwhile
+//! ```
+//!
+//! `taken by others` is what left the source queue by any other hand than the run's (consumers, expiry, the
+//! broker's dead-lettering): the change of the queue's `MessagesAcknowledged + MessagesExpired + MessagesKilled`
+//! since `t0`, less what the run itself moved out of the queue (a move's refills, which the broker counts as
+//! acknowledgements). Those counters live in the broker's memory: after a restart (or a failover) they began
+//! again, and what others took cannot be told apart from a loss — the proof then says so ([`Proof::Unknowable`]).
+//! Others may have taken messages outside the selection (a filter, or messages that arrived after `t0`), so what
+//! they took is an upper bound: the run is proven when its outcome lies between exact and exact-plus-others.
+//!
+//! `selected` is the broker's count at `t0` (the preview's), never recomputed from the run's outcomes: a
+//! selection recomputed from what was done cannot reveal what was not.
+
+use serde::{Deserialize, Serialize};
+
+use crate::broker::jolokia::{BrokerState, QueueState};
+
+/// How far apart two readings of the broker's start may lie and still be the same start: the broker's clock and
+/// its uptime are read in one request, but not in one instant.
+const SAME_START_TOLERANCE_MS: i64 = 5_000;
+
+/// How many extra passes a run makes when its end is not proven (a copy browses again, skipping what its ledger
+/// holds; a move refills again) before it ends Partial, saying what differs.
+pub const MAX_PASSES: u32 = 3;
+
+/// The source queue as its broker counted it at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceCount {
+    /// `MessageCount`: every message of the queue (scheduled, paged and in delivery included).
+    pub message_count: i64,
+    /// `MessagesAcknowledged + MessagesExpired + MessagesKilled`: everything that left the queue since the broker
+    /// started.
+    pub removed: i64,
+    /// When the broker started, by its own clock (`CurrentTimeMillis − UptimeMillis`).
+    pub broker_started_millis: i64,
+}
+
+impl SourceCount {
+    /// From a read of the queue and of its broker; `None` when any needed attribute is unknown.
+    pub fn read(queue: &QueueState, broker: &BrokerState) -> Option<SourceCount> {
+        Some(SourceCount {
+            message_count: queue.message_count?,
+            removed: queue.messages_acknowledged? + queue.messages_expired? + queue.messages_killed?,
+            broker_started_millis: broker.current_time_millis? - broker.uptime_millis?,
+        })
+    }
+}
+
+/// What a run says became of its selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Outcome {
+    /// On the target (a copy: copied).
+    pub delivered: i64,
+    /// In a dead message queue.
+    pub dead_lettered: i64,
+    /// Left on the source, with a cause (in delivery, scheduled, gone).
+    pub not_taken: i64,
+    /// Put back on the source by a return.
+    pub returned: i64,
+    /// What the run itself took out of the source queue (a move's refills; a copy takes nothing), which the
+    /// broker counts with what others took.
+    pub moved_out_by_run: i64,
+}
+
+impl Outcome {
+    fn accounted(&self) -> i64 {
+        self.delivered + self.dead_lettered + self.not_taken + self.returned
+    }
+}
+
+/// What the broker's counts say of a run's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proof {
+    /// The outcome accounts for the selection counted at `t0`.
+    Proven {
+        /// What others took from the source meanwhile (0 when nobody did: the accounting is then exact).
+        taken_by_others: i64,
+    },
+    /// The outcome does not account for the selection.
+    Differs {
+        /// Counted at `t0`.
+        selected: i64,
+        /// What the run accounts for.
+        accounted: i64,
+        /// What others took from the source meanwhile.
+        taken_by_others: i64,
+    },
+    /// Counts cannot prove or disprove the end; why, in words.
+    Unknowable(String),
+}
+
+impl Proof {
+    /// Whether the end is proven.
+    pub fn is_proven(&self) -> bool {
+        matches!(self, Proof::Proven { .. })
+    }
+
+    /// What the proof found, in words for the operator.
+    pub fn words(&self) -> String {
+        match self {
+            Proof::Proven { taken_by_others: 0 } => {
+                "the source broker's counts account for every selected message".into()
+            }
+            Proof::Proven { taken_by_others } => format!(
+                "the source broker's counts account for every selected message, given that {taken_by_others} \
+                 messages left the source queue by other hands during the run (consumers, expiry)"
+            ),
+            Proof::Differs { selected, accounted, taken_by_others } => {
+                let missing = selected - accounted - taken_by_others;
+                if missing > 0 {
+                    format!(
+                        "{missing} of the {selected} messages the source broker counted at t0 are not accounted for: \
+                         the run accounts for {accounted} (delivered, dead-lettered, not taken) and {taken_by_others} \
+                         left the source by other hands; look for them on the source queue (a broker restart brings \
+                         back messages its move left in no queue)"
+                    )
+                } else {
+                    format!(
+                        "the run accounts for {accounted} messages, more than the {selected} the source broker \
+                         counted at t0: messages that arrived after t0 may have been taken with the selection (a \
+                         producer stamping them at or before t0)"
+                    )
+                }
+            }
+            Proof::Unknowable(why) => format!("not proven by the broker's counts: {why}"),
+        }
+    }
+}
+
+/// Compares a run's outcome with the broker's counts at `t0` and now (see the module doc).
+pub fn prove(selected: Option<i64>, at_t0: Option<SourceCount>, now: Option<SourceCount>, outcome: Outcome) -> Proof {
+    let Some(selected) = selected else {
+        return Proof::Unknowable(
+            "the broker could not count the selection at t0 (a filter over a queue deeper than its \
+             management-browse-page-size)"
+                .into(),
+        );
+    };
+    let (Some(t0), Some(now)) = (at_t0, now) else {
+        return Proof::Unknowable("the source queue's counters could not be read at t0 and at the end".into());
+    };
+    if (now.broker_started_millis - t0.broker_started_millis).abs() > SAME_START_TOLERANCE_MS {
+        return Proof::Unknowable(
+            "the source broker restarted or failed over during the run, so its counters began again and what \
+             consumers took meanwhile cannot be told apart from a loss"
+                .into(),
+        );
+    }
+    let taken_by_others = (now.removed - t0.removed - outcome.moved_out_by_run).max(0);
+    let accounted = outcome.accounted();
+    if accounted <= selected && selected <= accounted + taken_by_others {
+        Proof::Proven { taken_by_others }
+    } else {
+        Proof::Differs { selected, accounted, taken_by_others }
+    }
+}
+
+/// An id selection: each id is accounted for one by one (delivered, dead-lettered, or not taken with its cause,
+/// the broker's own answer for each), so the sum must be exact.
+pub fn prove_each(selected: i64, outcome: Outcome) -> Proof {
+    let accounted = outcome.accounted();
+    if accounted == selected {
+        Proof::Proven { taken_by_others: 0 }
+    } else {
+        Proof::Differs { selected, accounted, taken_by_others: 0 }
+    }
+}
+
+/// What a run does at its end, given the proof and how many passes it made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// End the run: proven, or not provable by counts after a pass that found nothing more.
+    End,
+    /// Take another pass over the source (it may find what the last one missed).
+    AnotherPass,
+    /// Passes are used up and the proof still differs: the run ends Partial, saying so.
+    Unproven,
+}
+
+/// `passes` is how many extra passes the run already made; `last_pass_found_nothing` says whether the latest
+/// complete pass over the source found nothing more to take (a move's refills always end so; a copy's first
+/// browse is not such a pass).
+pub fn verdict(proof: &Proof, passes: u32, last_pass_found_nothing: bool) -> Verdict {
+    match proof {
+        Proof::Proven { taken_by_others: 0 } => Verdict::End,
+        // Others took from the source: a copy's browser may have passed over messages given back behind it, so a
+        // copy makes sure with one pass that finds nothing more.
+        Proof::Proven { .. } | Proof::Unknowable(_) if last_pass_found_nothing || passes >= MAX_PASSES => Verdict::End,
+        Proof::Proven { .. } | Proof::Unknowable(_) => Verdict::AnotherPass,
+        Proof::Differs { .. } if passes < MAX_PASSES => Verdict::AnotherPass,
+        Proof::Differs { .. } => Verdict::Unproven,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(message_count: i64, removed: i64, started: i64) -> Option<SourceCount> {
+        Some(SourceCount { message_count, removed, broker_started_millis: started })
+    }
+
+    fn moved(delivered: i64, not_taken: i64, moved_out_by_run: i64) -> Outcome {
+        Outcome { delivered, not_taken, moved_out_by_run, ..Outcome::default() }
+    }
+
+    #[test]
+    fn an_exact_move_is_proven() {
+        let p = prove(Some(500), count(500, 10, 1_000), count(0, 510, 1_000), moved(500, 0, 500));
+        assert_eq!(p, Proof::Proven { taken_by_others: 0 });
+        assert_eq!(verdict(&p, 0, true), Verdict::End);
+    }
+
+    #[test]
+    fn messages_the_broker_left_in_no_queue_are_a_difference() {
+        // 500 counted; the broker's counted move took 300 delayed messages out of its scheduler and moved 20.
+        let p = prove(Some(500), count(500, 0, 1_000), count(0, 220, 1_000), moved(220, 0, 220));
+        assert_eq!(p, Proof::Differs { selected: 500, accounted: 220, taken_by_others: 0 });
+        assert!(p.words().contains("280 of the 500"), "{}", p.words());
+        assert_eq!(verdict(&p, 0, true), Verdict::AnotherPass);
+        assert_eq!(verdict(&p, MAX_PASSES, true), Verdict::Unproven);
+    }
+
+    #[test]
+    fn a_copy_that_missed_messages_given_back_behind_its_browser_differs() {
+        // 300 counted, 280 copied, nothing acknowledged by anyone: 20 were never seen.
+        let p = prove(Some(300), count(300, 0, 7), count(300, 0, 7), moved(280, 0, 0));
+        assert!(matches!(p, Proof::Differs { .. }));
+    }
+
+    #[test]
+    fn what_consumers_took_is_an_upper_bound() {
+        // 100 counted, 90 delivered, consumers acknowledged 15 (some outside the selection).
+        let p = prove(Some(100), count(100, 0, 7), count(10, 105, 7), moved(90, 0, 90));
+        assert_eq!(p, Proof::Proven { taken_by_others: 15 });
+        assert_eq!(verdict(&p, 0, false), Verdict::AnotherPass);
+        assert_eq!(verdict(&p, 1, true), Verdict::End);
+        // 70 delivered and 15 taken by others cannot make 100.
+        let p = prove(Some(100), count(100, 0, 7), count(10, 85, 7), moved(70, 0, 70));
+        assert!(matches!(p, Proof::Differs { .. }));
+    }
+
+    #[test]
+    fn more_than_counted_is_a_difference_too() {
+        let p = prove(Some(100), count(100, 0, 7), count(0, 160, 7), moved(160, 0, 160));
+        assert!(matches!(p, Proof::Differs { .. }));
+        assert!(p.words().contains("more than the 100"), "{}", p.words());
+    }
+
+    #[test]
+    fn a_restart_or_an_unknown_count_cannot_prove_anything() {
+        let restarted = prove(Some(500), count(500, 900, 1_000), count(0, 220, 60_000), moved(220, 0, 220));
+        assert!(matches!(restarted, Proof::Unknowable(_)));
+        assert_eq!(verdict(&restarted, 0, false), Verdict::AnotherPass);
+        assert_eq!(verdict(&restarted, 1, true), Verdict::End);
+        assert!(matches!(prove(None, count(1, 0, 0), count(1, 0, 0), moved(1, 0, 1)), Proof::Unknowable(_)));
+        assert!(matches!(prove(Some(1), None, count(1, 0, 0), moved(1, 0, 1)), Proof::Unknowable(_)));
+    }
+
+    #[test]
+    fn a_reading_needs_every_counter_and_the_broker_start() {
+        let queue = QueueState {
+            message_count: Some(5),
+            messages_acknowledged: Some(3),
+            messages_expired: Some(1),
+            messages_killed: Some(1),
+            ..QueueState::default()
+        };
+        let broker =
+            BrokerState { current_time_millis: Some(10_000), uptime_millis: Some(4_000), ..Default::default() };
+        assert_eq!(
+            SourceCount::read(&queue, &broker),
+            Some(SourceCount { message_count: 5, removed: 5, broker_started_millis: 6_000 })
+        );
+        let unknown = QueueState { messages_killed: None, ..queue };
+        assert_eq!(SourceCount::read(&unknown, &broker), None);
+    }
+}
