@@ -70,6 +70,40 @@ pub struct Plan {
     pub t0_millis: i64,
 }
 
+/// Whether a user's filter stays inside the parentheses the effective filter puts around it. The broker's
+/// grammar would accept `x = 1) OR (1 = 1` and read the effective filter as `(x = 1) OR ((1 = 1) AND <t0 terms>)`,
+/// so the selection would escape its freeze; so every parenthesis outside a string literal (`'…'`, a quote
+/// doubled inside) must close in order, and every literal must end. The broker still parses the filter (the
+/// preview's `countMessages`); this only keeps the freezing terms in force. `Err` says why, in words.
+pub fn check_filter_closed(filter: &str) -> Result<(), String> {
+    let mut depth = 0i64;
+    let mut in_literal = false;
+    let mut chars = filter.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (in_literal, c) {
+            (true, '\'') if chars.peek() == Some(&'\'') => {
+                chars.next();
+            }
+            (_, '\'') => in_literal = !in_literal,
+            (false, '(') => depth += 1,
+            (false, ')') if depth == 0 => {
+                return Err("the filter closes a parenthesis it never opened, which would let the selection escape \
+                            its freezing time t0"
+                    .into())
+            }
+            (false, ')') => depth -= 1,
+            _ => {}
+        }
+    }
+    if in_literal {
+        return Err("the filter has a string literal ('…') that never ends".into());
+    }
+    if depth > 0 {
+        return Err(format!("the filter leaves {depth} parenthesis(es) open"));
+    }
+    Ok(())
+}
+
 /// The prefix of staging queues; such queues are never a source or a target.
 pub const STAGING_PREFIX: &str = "studio.transfer.";
 
@@ -111,6 +145,18 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_filter_cannot_escape_its_parentheses() {
+        assert!(check_filter_closed("region = 'eu' AND (a > 1 OR b < 2)").is_ok());
+        assert!(check_filter_closed("name = 'it''s (odd'").is_ok());
+        assert!(check_filter_closed("x = ')' OR y = '('").is_ok());
+        assert!(check_filter_closed("x = 1) OR (1=1").unwrap_err().contains("escape"));
+        assert!(check_filter_closed("(x = 1").unwrap_err().contains("open"));
+        assert!(check_filter_closed("x = 'eu").unwrap_err().contains("never ends"));
+        assert!(check_filter_closed("x = 'a'') OR (''b'").is_ok(), "the parentheses are inside one literal");
+    }
+
     use super::*;
 
     fn plan(selection: Selection) -> Plan {

@@ -122,6 +122,11 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
     if plan.target_is_source() {
         f.refuse("same-queue", format!("The target is the source queue itself ({}).", plan.source.display()), None);
     }
+    if let Selection::Filter(filter) = &plan.selection {
+        if let Err(why) = super::plan::check_filter_closed(filter) {
+            f.refuse("invalid-filter", format!("The filter cannot be used: {why}."), None);
+        }
+    }
     if let Some(error) = &facts.filter_error {
         f.refuse("invalid-filter", format!("The source broker cannot use the filter: {error}."), None);
     }

@@ -67,6 +67,18 @@ async fn queue_with_delayed_messages(node: &Node, label: &str, count: u32, delay
     (source, (0..count).map(|i| format!("{prefix}{i}")).collect())
 }
 
+/// The run's proof of its end (`end_proof` event): proven by the broker's counts, not merely ended.
+async fn assert_proven(world: &World, run: uuid::Uuid) {
+    let proofs: Vec<serde_json::Value> =
+        sqlx::query_scalar("SELECT detail FROM run_event WHERE run_id = $1 AND kind = 'end_proof' ORDER BY id")
+            .bind(run)
+            .fetch_all(&world.pool)
+            .await
+            .unwrap();
+    assert_eq!(proofs.len(), 1, "{proofs:?}");
+    assert_eq!(proofs[0]["proven"], json!(true), "{proofs:?}");
+}
+
 async fn clean_up(node: &Node, queue: &str, settings: bool) {
     let j = Jolokia::new(node);
     let _ = j.destroy_queue(queue).await;
@@ -122,6 +134,7 @@ async fn a_move_strands_no_message_waiting_out_a_redelivery_delay() {
     assert_all_moved_once(&ids, &on_target, left);
     // The run's own numbers are the census.
     assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.selected, Some(500), "{counters:?}");
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
     assert_eq!(counters.not_taken(), left, "{counters:?}");
@@ -149,6 +162,7 @@ async fn a_move_on_one_node_strands_no_message_waiting_out_a_redelivery_delay() 
     let left = Jolokia::new(east).message_count(&source).await.unwrap();
     assert_all_moved_once(&ids, &on_target, left);
     assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.selected, Some(200), "{counters:?}");
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
     clean_up(east, &source, true).await;
@@ -200,6 +214,7 @@ async fn a_copy_copies_what_a_consumer_gives_back_behind_its_browser() {
     let on_target = census(bed.node("west-1"), &target).await;
     assert_each_once(&ids, &on_target, &format!("the target after a run that ended {state} with {counters:?}"));
     assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.selected, Some(300), "{counters:?}");
     assert_eq!(counters.delivered, 300, "{counters:?}");
     assert_eq!(Jolokia::new(east).message_count(&source).await.unwrap(), 300, "the copy changed the source");
@@ -229,7 +244,70 @@ async fn a_copy_creates_the_target_queue_its_preview_promised() {
     let want: BTreeMap<String, usize> = (0..40).map(|i| (format!("ends_create-{i}"), 1)).collect();
     assert_eq!(on_target, want, "{counters:?}");
     assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 40, "{counters:?}");
+    clean_up(east, &source, false).await;
+    clean_up(bed.node("west-1"), &target, false).await;
+}
+
+/// Sends `count` durable text messages over Core whose float and double properties are NaN and infinite (legal
+/// in JMS; the broker's JSON rendering of a message refuses them), with payload ids `<prefix><n>`.
+async fn send_odd_floats(node: &Node, queue: &str, prefix: &str, count: u32) {
+    use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
+    let conn = connect(node).await;
+    let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
+    let producer = session.producer(None);
+    for i in 0..count {
+        let mut headers = MessageHeaders {
+            address: Some(format!("{queue}::{queue}").as_str().into()),
+            durable: true,
+            timestamp: chrono::Utc::now().timestamp_millis(),
+            user_id: Some(artemis_core::message::new_user_id()),
+            ..MessageHeaders::default()
+        };
+        headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
+        headers.properties.insert("payload_id", PropertyValue::String(format!("{prefix}{i}").as_str().into()));
+        headers.properties.insert("p_nan", PropertyValue::Double(f64::NAN));
+        headers.properties.insert("p_inf", PropertyValue::Float(f32::INFINITY));
+        headers.properties.insert("p_neg_inf", PropertyValue::Double(f64::NEG_INFINITY));
+        producer.send(&CoreMessage { headers, body: b"odd floats".to_vec().into() }).await.unwrap();
+    }
+    session.commit().await.unwrap();
+    let _ = conn.close().await;
+}
+
+/// A worker crashes with a batch in doubt while staging holds messages whose properties are NaN or infinite: the
+/// next worker's reconcile reads staging (a Core browse; the broker's JSON listing fails on such a message) and
+/// the run ends exact.
+#[tokio::test]
+async fn a_move_recovers_from_a_crash_with_nan_properties_in_staging() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let source = unique_name("ends_nan_src");
+    let target = unique_name("ends_nan_dst");
+    create_queue(east, &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    send_odd_floats(east, &source, "ends_nan-", 100).await;
+    let ids: Vec<String> = (0..100).map(|i| format!("ends_nan-{i}")).collect();
+
+    let mut world = World::new("ends_nan", &[("batch_size", json!(20))]).await;
+    let doomed = world.spawn_worker("doomed", &[("ARTEMIS_TRANSFER_FAULT", "target-commit:2")]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let status = world.workers[doomed].wait_exit(Duration::from_secs(120)).await;
+    assert!(!status.success(), "the worker was meant to abort with a batch in doubt, but exited {status}");
+    world.spawn_worker("rescuer", &[]).await;
+    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+
+    let on_target = census(bed.node("west-1"), &target).await;
+    let left = Jolokia::new(east).message_count(&source).await.unwrap();
+    assert_all_moved_once(&ids, &on_target, left);
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    assert_eq!(counters.delivered, 100, "{counters:?}");
+    assert_eq!(counters.selected, Some(100), "{counters:?}");
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }

@@ -23,6 +23,9 @@
 //! 4 KiB window sees 25 of 120 messages); each probe resumes it. Markers of
 //! earlier probes are ignored.
 
+use std::sync::Arc;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc::error::TryRecvError;
 
 use crate::consumer::{Consumer, Delivery, Step};
@@ -46,8 +49,24 @@ impl Browser {
     }
 
     /// The next message in the queue's order, or `Ok(None)` at the end of the
-    /// queue. Waits at most one call timeout for the broker's marker.
+    /// queue. Waits at most one call timeout for the broker's marker. A large
+    /// message is assembled in memory (refused above the consumer's
+    /// `max_large_in_memory`).
     pub async fn next(&mut self) -> Result<Option<Delivery>, Error> {
+        self.next_inner(None::<&mut tokio::io::Sink>).await
+    }
+
+    /// Like [`Browser::next`], but the body of a large message is written to
+    /// `sink` as its chunks arrive, never held in memory (as
+    /// [`Consumer::recv_streaming`]); the delivery then has an empty body and
+    /// [`Delivery::body_streamed`]. Regular messages come back as usual and
+    /// nothing is written to `sink`. Pass `tokio::io::sink()` to see every
+    /// message's headers without keeping any large body.
+    pub async fn next_streaming<W: AsyncWrite + Unpin>(&mut self, sink: &mut W) -> Result<Option<Delivery>, Error> {
+        self.next_inner(Some(sink)).await
+    }
+
+    async fn next_inner<W: AsyncWrite + Unpin>(&mut self, mut sink: Option<&mut W>) -> Result<Option<Delivery>, Error> {
         if self.finished {
             return Ok(None);
         }
@@ -71,10 +90,20 @@ impl Browser {
                     }
                 }
             };
-            match self.consumer.step(event, false).await? {
+            match self.consumer.step(event, sink.is_some()).await? {
                 Step::Delivery(d) => {
                     self.delivered_since_probe = true;
                     return Ok(Some(d));
+                }
+                Step::Chunk { chunk, wire_len, done } => {
+                    let sink = sink.as_mut().expect("chunks come only when streaming");
+                    sink.write_all(&chunk).await.map_err(|e| Error::BodyIo(Arc::new(e)))?;
+                    self.consumer.consumed(wire_len).await?;
+                    if let Some(d) = done {
+                        sink.flush().await.map_err(|e| Error::BodyIo(Arc::new(e)))?;
+                        self.delivered_since_probe = true;
+                        return Ok(Some(d));
+                    }
                 }
                 Step::Marker { sequence, server_had_credit } if Some(sequence) == self.probe => {
                     self.probe = None;
@@ -85,7 +114,7 @@ impl Browser {
                     // More may remain: give the credits back and probe again.
                     self.consumer.flush_credits().await?;
                 }
-                Step::Chunk { .. } | Step::Marker { .. } | Step::Nothing => {}
+                Step::Marker { .. } | Step::Nothing => {}
             }
         }
     }

@@ -343,7 +343,7 @@ impl Consumer {
     }
 
     /// Gives back the credits of a consumed frame when half a window is due.
-    async fn consumed(&mut self, wire_len: usize) -> Result<(), Error> {
+    pub(crate) async fn consumed(&mut self, wire_len: usize) -> Result<(), Error> {
         if let Some(credits) = self.credits.consumed(wire_len) {
             let packet = SessionConsumerFlowCredit { consumer_id: self.id, credits };
             self.session.link.send(self.session.channel, packet).await?;

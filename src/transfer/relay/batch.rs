@@ -59,7 +59,12 @@ impl Received {
         Received { delivery, spooled: None }
     }
 
-    fn body_len(&self) -> u64 {
+    /// A message whose large body was streamed to `file` (`len` bytes).
+    pub(crate) fn spooled(delivery: Delivery, file: SpoolFile, len: u64) -> Received {
+        Received { delivery, spooled: Some((file, len)) }
+    }
+
+    pub(crate) fn body_len(&self) -> u64 {
         match &self.spooled {
             Some((_, len)) => *len,
             None => self.delivery.message().body.len() as u64,
@@ -206,9 +211,8 @@ pub async fn relay(
     let mut reconciled = 0i64;
     let mut still_in_doubt: Vec<i64> = Vec::new();
     if !run.relay.in_doubt.is_empty() || run.relay.refill.is_some() {
-        let staging_mbean = staging_mbean(&source, &staging_queue);
-        let listed = source.mgmt.list_messages(&staging_mbean, None).await?;
-        let present: HashSet<i64> = listed.iter().filter_map(|m| m["messageID"].as_i64()).collect();
+        let listed = list_staging(&source_conn, &staging_queue).await?;
+        let present = &listed.ids;
         let held = staging_depth(&source_conn, &staging_queue).await?;
         let missing: Vec<i64> = run.relay.in_doubt.iter().copied().filter(|id| !present.contains(id)).collect();
         if !missing.is_empty() && held > present.len() as i64 {
@@ -248,7 +252,8 @@ pub async fn relay(
                     run.counters.delivered + reconciled + run.counters.dead_lettered + run.counters.returned;
                 run.counters.staged = run.counters.staged.max(held + left_staging);
             }
-            settle_refill_intent(&source, &mut run, &staging_queue, &intent, &listed, id_chunk(&settings)).await?;
+            settle_refill_intent(&source, &mut run, &staging_queue, &intent, &listed.original_ids, id_chunk(&settings))
+                .await?;
         }
     }
 
@@ -834,8 +839,45 @@ pub(crate) fn core_routing(r: RoutingType) -> artemis_core::admin::RoutingType {
     }
 }
 
-pub(crate) fn staging_mbean(source: &NodeAccess, staging_queue: &str) -> ObjectName {
-    source.mgmt.queue_mbean(staging_queue, RoutingType::Anycast, staging_queue)
+/// What staging holds as a Core browse sees it (see [`list_staging`]).
+#[derive(Debug, Default)]
+pub(crate) struct StagingListing {
+    /// Each message's staging id.
+    pub(crate) ids: HashSet<i64>,
+    /// The source id the broker's move recorded on each (`_AMQ_ORIG_MESSAGE_ID`), where it did.
+    pub(crate) original_ids: HashSet<i64>,
+}
+
+/// Every message staging holds but those in delivery, by a Core browse: it carries every legal message, where the
+/// broker's JSON rendering (`listMessagesAsJSON`) fails the whole listing on one float property that is NaN or
+/// infinite, and it has no page limit, where management lists at most a browse page (staging grows past one when a
+/// refill takes a whole selection at once, or after a resume with a larger batch). Large bodies are read past,
+/// never kept. Callers compare the listing with staging's depth: a browse can end early (docs/broker-notes.md).
+pub(crate) async fn list_staging(
+    conn: &artemis_core::Connection,
+    staging_queue: &str,
+) -> Result<StagingListing, RelayError> {
+    let session = conn.create_session(SessionOptions::auto_commit()).await?;
+    let mut browser = match session.create_browser(staging_queue, ConsumerOptions::default()).await {
+        Ok(b) => b,
+        Err(e) if e.is_not_authorized() => {
+            return Err(staging::StagingError::refused_over_core(staging_queue, &e.to_string()).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut listing = StagingListing::default();
+    let mut discard = tokio::io::sink();
+    while let Some(d) = browser.next_streaming(&mut discard).await? {
+        listing.ids.insert(d.message_id());
+        let original =
+            d.message().headers.properties.get(artemis_core::protocol::properties::names::ORIGINAL_MESSAGE_ID);
+        if let Some(artemis_core::protocol::properties::PropertyValue::Long(id)) = original {
+            listing.original_ids.insert(*id);
+        }
+    }
+    let _ = browser.close().await;
+    let _ = session.close().await;
+    Ok(listing)
 }
 
 /// Messages staging holds, those in delivery included (a Core queue query: no management permit).
@@ -930,16 +972,12 @@ async fn settle_refill_intent(
     run: &mut MoveRun,
     staging_queue: &str,
     intent: &RefillIntent,
-    listed: &[serde_json::Value],
+    in_staging: &HashSet<i64>,
     chunk: usize,
 ) -> Result<(), RelayError> {
     let (Selection::Ids(ids), Some((from, to))) = (&run.plan.selection, intent.ids) else {
         return Ok(());
     };
-    let in_staging: HashSet<i64> = listed
-        .iter()
-        .filter_map(|m| m[artemis_core::protocol::properties::names::ORIGINAL_MESSAGE_ID].as_i64())
-        .collect();
     let range = &ids[from.min(ids.len())..to.min(ids.len())];
     let (already, rest): (Vec<i64>, Vec<i64>) = range.iter().partition(|id| in_staging.contains(id));
     let mut staged = already.len() as i64;

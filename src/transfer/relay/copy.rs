@@ -77,7 +77,6 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
     let source_conn = h.links.take(&source, config.connection_ttl).await?;
     let browse_session = source_conn.create_session(SessionOptions::auto_commit()).await?;
     let mut options = ConsumerOptions::default();
-    options.max_large_in_memory = options.max_large_in_memory.max(64 << 20);
     if let Some(filter) = run.plan.effective_filter() {
         options = options.filter(filter);
     }
@@ -129,19 +128,20 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
         }
 
-        // Browse up to a batch of selected messages the ledger does not hold.
+        // Browse up to a batch of selected messages the ledger does not hold, large bodies to the spool.
+        h.spool.check_free(settings.batch_bytes)?;
         let mut received: Vec<Received> = Vec::new();
         let mut bytes = 0u64;
         while received.len() < batch_size && bytes < settings.batch_bytes {
-            let mut candidates = Vec::new();
+            let mut candidates: Vec<Received> = Vec::new();
             let mut candidate_bytes = 0u64;
             while candidates.len() < batch_size - received.len() && bytes + candidate_bytes < settings.batch_bytes {
-                let next = browser.next().await?;
+                let next = browse_one(&mut browser, &h.spool).await?;
                 run.counters.browsed += i64::from(next.is_some());
                 match next {
-                    Some(d) if wanted.as_ref().is_none_or(|w| w.contains(&d.message_id())) => {
-                        candidate_bytes += d.message().body.len() as u64;
-                        candidates.push(d);
+                    Some(r) if wanted.as_ref().is_none_or(|w| w.contains(&r.delivery.message_id())) => {
+                        candidate_bytes += r.body_len();
+                        candidates.push(r);
                     }
                     Some(_) => {}
                     None => {
@@ -150,14 +150,14 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
                     }
                 }
             }
-            let ids: Vec<i64> = candidates.iter().map(|d| d.message_id()).collect();
+            let ids: Vec<i64> = candidates.iter().map(|r| r.delivery.message_id()).collect();
             let copied = ledger_holds(&ctx.pool, run.id, &ids).await?;
-            for d in candidates {
-                if copied.contains(&d.message_id()) {
+            for r in candidates {
+                if copied.contains(&r.delivery.message_id()) {
                     continue;
                 }
-                bytes += d.message().body.len() as u64;
-                received.push(Received::in_memory(d));
+                bytes += r.body_len();
+                received.push(r);
             }
             if browsed_to_end {
                 break;
@@ -345,6 +345,23 @@ pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, R
     state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
     tx.complete_and_end_run(end, words.as_deref()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// The browser's next message, a large body streamed to a spool file of its own (never held in memory, as a
+/// move's receive does); `None` at the end of the queue.
+async fn browse_one(
+    browser: &mut artemis_core::Browser,
+    spool: &super::spool::Spool,
+) -> Result<Option<Received>, RelayError> {
+    let mut file = spool.file().await?;
+    let Some(delivery) = browser.next_streaming(file.writer()).await? else {
+        return Ok(None);
+    };
+    if !delivery.body_streamed() {
+        return Ok(Some(Received::in_memory(delivery)));
+    }
+    let len = file.finish().await.map_err(|e| RelayError::transient("spooling a large body", e))?;
+    Ok(Some(Received::spooled(delivery, file, len)))
 }
 
 /// Of `ids`, those the run's ledger holds.

@@ -9,7 +9,7 @@ use artemis_core::{ConsumerOptions, SessionOptions};
 use serde_json::json;
 
 use super::batch::{
-    outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, staging_mbean, Limits, SendFailure,
+    list_staging, outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, Limits, SendFailure,
     TargetWatch,
 };
 use super::ends::NodeAccess;
@@ -202,7 +202,7 @@ pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayC
     let exists = source_conn.queue_query(&staging_queue).await?.is_some();
 
     if exists && !run.relay.in_doubt.is_empty() {
-        settle_in_doubt(h, ctx, config, &mut run, &source, &source_conn, &staging_queue).await?;
+        settle_in_doubt(h, ctx, config, &mut run, &source_conn, &staging_queue).await?;
     }
 
     if exists {
@@ -243,12 +243,10 @@ async fn settle_in_doubt(
     ctx: &JobContext,
     config: &RelayConfig,
     run: &mut MoveRun,
-    source: &NodeAccess,
     source_conn: &artemis_core::Connection,
     staging_queue: &str,
 ) -> Result<(), RelayError> {
-    let listed = source.mgmt.list_messages(&staging_mbean(source, staging_queue), None).await?;
-    let present: HashSet<i64> = listed.iter().filter_map(|m| m["messageID"].as_i64()).collect();
+    let present = list_staging(source_conn, staging_queue).await?.ids;
     let held = staging_depth(source_conn, staging_queue).await?;
     if held > present.len() as i64 {
         return Err(RelayError::Transient(format!(
@@ -258,7 +256,16 @@ async fn settle_in_doubt(
         )));
     }
     let wanted: HashSet<i64> = run.relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
-    let gone = run.relay.in_doubt.len() - wanted.len();
+    // In-doubt ids gone from staging: delivered by the attempt that recorded them — or, when the dead-letter
+    // intent names them, sent to a dead message queue by it (SPEC §4.4), as a batch's reconcile counts them.
+    let (dead, gone): (Vec<i64>, Vec<i64>) = run
+        .relay
+        .in_doubt
+        .iter()
+        .copied()
+        .filter(|id| !present.contains(id))
+        .partition(|id| run.relay.dead_letter.contains(id));
+    let (dead, gone) = (dead.len(), gone.len());
     let mut resent = 0usize;
     let mut already = 0i64;
     if !wanted.is_empty() {
@@ -319,8 +326,9 @@ async fn settle_in_doubt(
         let _ = target_session.close().await;
         let _ = target_conn.close().await;
     }
-    // In-doubt ids no longer in staging were delivered by the attempt that recorded them.
     run.counters.delivered += (resent + gone) as i64;
+    run.counters.dead_lettered += dead as i64;
+    run.relay.dead_letter.clear();
     run.counters.already_on_target += already;
     run.relay.in_doubt.clear();
     let mut tx = ctx.lease.begin().await?;
@@ -329,7 +337,7 @@ async fn settle_in_doubt(
         tx.conn(),
         run.id,
         "in_doubt_settled",
-        json!({ "resent": resent, "already_on_target": already, "gone": gone }),
+        json!({ "resent": resent, "already_on_target": already, "gone": gone, "dead_lettered": dead }),
     )
     .await?;
     tx.commit_progress().await?;
