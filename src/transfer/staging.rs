@@ -43,6 +43,7 @@ pub const DMQ_PREFIX: &str = "studio.dmq.";
 /// The `broker.xml` security setting the source broker needs for staging (seed 000, "What the broker needs"),
 /// shown at once whenever the broker refuses staging.
 pub const SECURITY_SNIPPET: &str = r#"<security-setting match="studio.transfer.#">
+<!-- the roles of the product's broker user alone: another consumer of a staging queue stops its run -->
 <permission type="createAddress" roles="amq"/>
 <permission type="deleteAddress" roles="amq"/>
 <permission type="createDurableQueue" roles="amq"/>
@@ -528,6 +529,7 @@ pub async fn refill_by_filter(
     staging: &str,
     filter: &str,
     count: u32,
+    t0_millis: Option<i64>,
 ) -> Result<u64, StagingError> {
     if count == 0 {
         return Err(StagingError::Invalid(format!(
@@ -542,12 +544,11 @@ pub async fn refill_by_filter(
     let count = i32::try_from(count).unwrap_or(i32::MAX);
     // A counted move takes every matching message out of the broker's scheduler and moves only up to the count
     // (`QueueImpl.iterQueue`): the rest are then in no queue until the broker restarts (docs/broker-notes.md). A
-    // redelivery delay is such a schedule, and no filter can see it. So while the source holds any scheduled
-    // message — or that is unknown — the move is not counted: the broker moves every match at once.
-    let (flush, limit) = match scheduled_count(mgmt, source).await? {
-        Some(0) => (count, count),
-        _ => (UNCOUNTED_FLUSH, -1),
-    };
+    // redelivery delay is such a schedule, and no filter can see it. So while the source holds a scheduled
+    // message the filter could match — or that is unknown — the move is not counted: the broker moves every
+    // match at once.
+    let (flush, limit) =
+        if scheduled_could_match(mgmt, source, t0_millis).await? { (UNCOUNTED_FLUSH, -1) } else { (count, count) };
     let moved = mgmt.move_messages(source, flush, Some(filter), staging, false, limit).await?;
     Ok(moved.unsigned_abs())
 }
@@ -555,11 +556,28 @@ pub async fn refill_by_filter(
 /// The flush limit of an uncounted broker move: how many messages the broker moves per journal transaction.
 const UNCOUNTED_FLUSH: i32 = 500;
 
-/// The queue's `ScheduledCount` (a redelivery delay or a scheduled delivery time); `None` when the broker's answer
-/// is not a count.
-async fn scheduled_count(mgmt: &BrokerManagement, queue: &ObjectName) -> Result<Option<i64>, StagingError> {
+/// Whether `queue` holds a scheduled message (a redelivery delay, or a scheduled delivery time) that a filter
+/// could match. With `t0_millis` (a frozen selection, whose filter leaves out what was stamped or is scheduled after
+/// `t0`) only those stamped and scheduled at or before it count — a message waiting out a redelivery delay always
+/// does; without, any scheduled message. Unknown counts as could.
+async fn scheduled_could_match(
+    mgmt: &BrokerManagement,
+    queue: &ObjectName,
+    t0_millis: Option<i64>,
+) -> Result<bool, StagingError> {
     let v = mgmt.client().request(&Request::read(queue.clone(), &["ScheduledCount"])).await?;
-    Ok(v["ScheduledCount"].as_i64())
+    match (v["ScheduledCount"].as_i64(), t0_millis) {
+        (Some(0), _) => Ok(false),
+        (Some(_), Some(t0)) => match mgmt.list_scheduled_messages(queue).await {
+            Ok(listed) => Ok(listed.iter().any(|m| {
+                m["timestamp"].as_i64().is_none_or(|t| t <= t0)
+                    && m["_AMQ_SCHED_DELIVERY"].as_i64().is_none_or(|at| at <= t0)
+            })),
+            // A listing the broker cannot render (a NaN property) says nothing.
+            Err(_) => Ok(true),
+        },
+        _ => Ok(true),
+    }
 }
 
 /// The broker's move of each id (`moveMessage(id, staging)`), all in one batched Jolokia request; which moved and

@@ -289,6 +289,39 @@ async fn a_stop_request_stops_a_waiting_run_now_and_a_busy_one_at_its_next_claim
     assert_eq!(resumed.seq, 2);
 }
 
+/// A pending job whose run has a batch in doubt (paced, snoozed or backing off) is not cancelled by a stop: the
+/// job is made due now and the worker that claims it settles the batch, then stops the run (SPEC I6). Before
+/// migration 0008 the run stopped at once with its batch in doubt.
+#[tokio::test]
+async fn a_stop_keeps_the_job_of_a_run_with_a_batch_in_doubt_and_makes_it_due_now() {
+    let db = support::db("stop_in_doubt").await;
+    let spec = ProbeSpec::new(5);
+    let run = support::start_probe_run(&db.pool, &spec).await;
+    let later = chrono::Utc::now() + chrono::Duration::minutes(10);
+    sqlx::query("UPDATE job SET run_at = $2 WHERE run_id = $1 AND state = 'pending'")
+        .bind(run)
+        .bind(later)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE transfer_run SET relay = '{\"in_doubt\": [7, 8]}'::jsonb WHERE id = $1")
+        .bind(run)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(runs::request_stop(&db.pool, run, "operator asked").await.unwrap(), StopRequest::Requested);
+    assert_ne!(run_state(&db.pool, run).await, RunState::Stopped, "stopped with a batch in doubt");
+    let (state, due): (String, bool) =
+        sqlx::query_as("SELECT state::text, run_at <= now() FROM job WHERE run_id = $1 ORDER BY id DESC LIMIT 1")
+            .bind(run)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!((state.as_str(), due), ("pending", true));
+    let next = claim(&db.pool, "w").await.expect("the job is due now");
+    assert!(next.stop_requested);
+}
+
 /// One claim statement takes several jobs, but never more runs than there are free slots, and never two
 /// jobs of one run.
 #[tokio::test]

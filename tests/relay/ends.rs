@@ -29,6 +29,37 @@ async fn connect(node: &Node) -> artemis_core::Connection {
     artemis_core::Connection::connect(&options).await.unwrap()
 }
 
+/// A client holding messages of a queue: a transacted Core consumer that received them one at a time and has
+/// not committed.
+struct Holder {
+    conn: artemis_core::Connection,
+    session: artemis_core::Session,
+    consumer: artemis_core::Consumer,
+}
+
+impl Holder {
+    /// Receives `n` messages of `queue` on `node` and holds them.
+    async fn take(node: &Node, queue: &str, n: usize) -> (Holder, Vec<artemis_core::Delivery>) {
+        let conn = connect(node).await;
+        let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
+        let options = artemis_core::ConsumerOptions::default().window(artemis_core::Window::Bytes(1));
+        let mut consumer = session.create_consumer(queue, options).await.unwrap();
+        session.start().await.unwrap();
+        let mut held = Vec::new();
+        for _ in 0..n {
+            held.push(consumer.recv(Duration::from_secs(10)).await.unwrap().expect("a message to hold"));
+        }
+        (Holder { conn, session, consumer }, held)
+    }
+
+    /// Closes the client without acknowledging: the broker gives its messages back.
+    async fn leave(self) {
+        let _ = self.consumer.close().await;
+        let _ = self.session.close().await;
+        let _ = self.conn.close().await;
+    }
+}
+
 /// `ScheduledCount` of `queue` on `node`.
 async fn scheduled_count(node: &Node, queue: &str) -> i64 {
     let j = Jolokia::new(node);
@@ -49,19 +80,12 @@ async fn queue_with_delayed_messages(node: &Node, label: &str, count: u32, delay
     let produce = Produce { count, prefix: prefix.clone(), kinds: "text".into(), ..Produce::default() };
     fidelity::produce(node, &source, &produce).await;
 
-    let conn = connect(node).await;
-    let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
-    let options = artemis_core::ConsumerOptions::default().window(artemis_core::Window::Bytes(1));
-    let mut consumer = session.create_consumer(&source, options).await.unwrap();
-    session.start().await.unwrap();
-    for _ in 0..delayed {
-        let d = consumer.recv(Duration::from_secs(10)).await.unwrap().expect("a message to roll back");
-        consumer.ack(&d).await.unwrap();
+    let (holder, held) = Holder::take(node, &source, delayed).await;
+    for d in &held {
+        holder.consumer.ack(d).await.unwrap();
     }
-    session.rollback().await.unwrap();
-    let _ = consumer.close().await;
-    let _ = session.close().await;
-    let _ = conn.close().await;
+    holder.session.rollback().await.unwrap();
+    holder.leave().await;
     let waiting = scheduled_count(node, &source).await;
     assert!(waiting >= delayed as i64, "only {waiting} of {delayed} messages wait out their redelivery delay");
     (source, (0..count).map(|i| format!("{prefix}{i}")).collect())
@@ -182,14 +206,7 @@ async fn a_copy_copies_what_a_consumer_gives_back_behind_its_browser() {
     let ids: Vec<String> = (0..300).map(|i| format!("ends_released-{i}")).collect();
 
     // A consumer holds the first 50 unacknowledged while the copy starts, and gives them back 8 s later.
-    let conn = connect(east).await;
-    let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
-    let options = artemis_core::ConsumerOptions::default().window(artemis_core::Window::Bytes(1));
-    let mut consumer = session.create_consumer(&source, options).await.unwrap();
-    session.start().await.unwrap();
-    for _ in 0..50 {
-        consumer.recv(Duration::from_secs(10)).await.unwrap().expect("a message to hold");
-    }
+    let (holder, _) = Holder::take(east, &source, 50).await;
 
     let mut world =
         World::new("ends_released", &[("batch_size", json!(10)), ("messages_per_second", json!(20.0))]).await;
@@ -200,9 +217,7 @@ async fn a_copy_copies_what_a_consumer_gives_back_behind_its_browser() {
     assert_eq!(stored.preview.selection_size, Some(300));
     world.execute(&stored).await;
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let _ = consumer.close().await;
-    let _ = session.close().await;
-    let _ = conn.close().await;
+    holder.leave().await;
     wait_for("the consumer's messages back on the source", Duration::from_secs(30), || async {
         let j = Jolokia::new(east);
         let v = j.read(&j.queue_mbean(&source, &source), &["DeliveringCount"]).await.unwrap();
@@ -308,6 +323,105 @@ async fn a_move_recovers_from_a_crash_with_nan_properties_in_staging() {
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 100, "{counters:?}");
     assert_eq!(counters.selected, Some(100), "{counters:?}");
+    clean_up(east, &source, false).await;
+    clean_up(bed.node("west-1"), &target, false).await;
+}
+
+/// Another client consumes from a run's staging queue: the run stops, saying so, rather than reading what that
+/// client holds as delivered; once it is gone, a return puts everything back, and the numbers are the census.
+#[tokio::test]
+async fn a_foreign_consumer_on_staging_stops_the_run_in_words() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let source = unique_name("ends_foreign_src");
+    let target = unique_name("ends_foreign_dst");
+    create_queue(east, &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    let produce = Produce { count: 400, prefix: "ends_foreign-".into(), kinds: "text".into(), ..Produce::default() };
+    fidelity::produce(east, &source, &produce).await;
+    let ids: Vec<String> = (0..400).map(|i| format!("ends_foreign-{i}")).collect();
+
+    let mut world =
+        World::new("ends_foreign", &[("batch_size", json!(20)), ("messages_per_second", json!(20.0))]).await;
+    world.spawn_worker("w1", &[]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let staging = format!("studio.transfer.{}", stored.run_id);
+    wait_for("staging to hold messages", Duration::from_secs(60), || async {
+        (Jolokia::new(east).message_count(&staging).await.unwrap_or(0) > 0).then_some(())
+    })
+    .await;
+
+    // A client attaches to staging and takes a few messages without acknowledging them.
+    let (foreign, _) = Holder::take(east, &staging, 3).await;
+    let (state, _) = world.wait_run(stored.run_id, &["stopped"], RUN_LIMIT).await;
+    assert_eq!(state, "stopped");
+    let reason: Option<String> = sqlx::query_scalar("SELECT stop_reason FROM transfer_run WHERE id = $1")
+        .bind(stored.run_id)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    let reason = reason.unwrap_or_default();
+    assert!(reason.contains("not this run's") && reason.contains(&staging), "{reason}");
+    foreign.leave().await;
+
+    artemis_transfer::transfer::actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
+    let (_, counters) = world.wait_run(stored.run_id, &["returned"], RUN_LIMIT).await;
+    let on_source = census(east, &source).await;
+    let on_target = census(bed.node("west-1"), &target).await;
+    let mut both = on_source.clone();
+    for (id, n) in &on_target {
+        *both.entry(id.clone()).or_insert(0) += n;
+    }
+    assert_each_once(&ids, &both, "source and target together");
+    assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
+    assert_eq!(counters.returned, counters.staged - counters.delivered, "{counters:?}");
+    clean_up(east, &source, false).await;
+    clean_up(bed.node("west-1"), &target, false).await;
+}
+
+/// A copy carries a message larger than a worker may hold in memory (64 MiB), as a move does: its body goes
+/// through the spool, byte-equal, and the worker stays small. Before issue 13 every slice failed on it ("large
+/// message of … bytes exceeds the in-memory limit").
+#[tokio::test]
+async fn a_copy_streams_a_body_larger_than_memory_allows() {
+    use crate::large::{bodies, browse_all, proc_status_bytes};
+    const MIB: u64 = 1024 * 1024;
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let source = unique_name("ends_big_src");
+    let target = unique_name("ends_big_dst");
+    create_queue(east, &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    fidelity::produce(east, &source, &Produce { count: 10, prefix: "ends_big-".into(), ..Produce::default() }).await;
+    let big = Produce {
+        count: 1,
+        prefix: "ends_big_large-".into(),
+        kinds: "bytes".into(),
+        body_size: 100 * MIB,
+        durable_only: true,
+    };
+    fidelity::produce(east, &source, &big).await;
+    let before = bodies(&browse_all(east, &source, 11).await);
+
+    let mut world = World::new("ends_big", &[]).await;
+    let w = world.spawn_worker("w1", &[]).await;
+    let pid = world.workers[w].pid();
+    let stored = world
+        .preview_copy(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+    let peak_rss = proc_status_bytes(pid, "VmHWM:").expect("the worker's VmHWM");
+    world.workers.remove(w).stop().await;
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    assert_eq!(counters.delivered, 11, "{counters:?}");
+    let after = bodies(&browse_all(bed.node("west-1"), &target, 11).await);
+    assert_eq!(after, before, "the target's bodies differ from the source's");
+    assert!(peak_rss < 64 * MIB, "the worker's peak RSS was {} MiB: a large body was held in memory", peak_rss / MIB);
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }

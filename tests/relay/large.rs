@@ -40,7 +40,7 @@ fn free_bytes(path: &Path) -> u64 {
 }
 
 /// A process's `VmHWM` (peak resident set) or `VmRSS`, in bytes.
-fn proc_status_bytes(pid: u32, field: &str) -> Option<u64> {
+pub(crate) fn proc_status_bytes(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -58,7 +58,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 /// `receiveImmediate` that finds nothing, and right after 1 GiB of large messages was written it once ended after
 /// 204 of 1,020 (the same browse later saw all 1,020; docs/broker-notes.md): so the browse is repeated, a few times
 /// at most, until it sees the number the broker counts.
-async fn browse_all(node: &testbed::Node, queue: &str, expected: usize) -> Vec<Observed> {
+pub(crate) async fn browse_all(node: &testbed::Node, queue: &str, expected: usize) -> Vec<Observed> {
     let mut seen = Vec::new();
     for attempt in 1..=4 {
         seen = fidelity::browse(node, queue).await;
@@ -72,7 +72,7 @@ async fn browse_all(node: &testbed::Node, queue: &str, expected: usize) -> Vec<O
 }
 
 /// Payload id → (body SHA-256, body size), from the Java client's view.
-fn bodies(observed: &[Observed]) -> BTreeMap<String, (String, u64)> {
+pub(crate) fn bodies(observed: &[Observed]) -> BTreeMap<String, (String, u64)> {
     observed
         .iter()
         .map(|o| {

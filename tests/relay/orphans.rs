@@ -61,8 +61,8 @@ async fn an_orphan_is_listed_and_each_message_returns_to_its_own_queue() {
     let everything = "AMQPriority >= 0";
     let a_mbean = mgmt.queue_mbean(&a, RoutingType::Anycast, &a);
     let b_mbean = mgmt.queue_mbean(&b, RoutingType::Anycast, &b);
-    assert_eq!(staging::refill_by_filter(&mgmt, &a_mbean, &orphan, everything, 30).await.unwrap(), 30);
-    assert_eq!(staging::refill_by_filter(&mgmt, &b_mbean, &orphan, everything, 12).await.unwrap(), 12);
+    assert_eq!(staging::refill_by_filter(&mgmt, &a_mbean, &orphan, everything, 30, None).await.unwrap(), 30);
+    assert_eq!(staging::refill_by_filter(&mgmt, &b_mbean, &orphan, everything, 12, None).await.unwrap(), 12);
     // Three sent straight into staging: no _AMQ_ORIG_QUEUE.
     fidelity::produce(east1, &orphan, &Produce { count: 3, prefix: "ox-".into(), ..Produce::default() }).await;
     let x_ids: Vec<String> = (0..3).map(|i| format!("ox-{i}")).collect();
@@ -164,7 +164,7 @@ async fn an_original_queue_that_is_gone_is_refused_before_anything_moves() {
     let orphan = staging::staging_queue_name(run);
     staging::prepare(&mgmt, &StagingSpec::for_run(run, 50)).await.unwrap();
     let mbean = mgmt.queue_mbean(&a, RoutingType::Anycast, &a);
-    assert_eq!(staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 5).await.unwrap(), 5);
+    assert_eq!(staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 5, None).await.unwrap(), 5);
     mgmt.destroy_queue_with(&a, true, true).await.unwrap();
 
     match orphans::return_orphan(&world.pool, None, &request(&orphan, None)).await {

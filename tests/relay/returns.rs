@@ -162,4 +162,10 @@ async fn a_worker_that_dies_during_a_return_is_replaced() {
     let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
     assert!(returned.delivered >= 40, "{returned:?}");
     assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    // The run's numbers are the census: what reached the target was delivered, and everything else that entered
+    // staging was returned — the crash lost the broker's answer, not the count.
+    let bed = TestBed::get();
+    assert_eq!(crate::support::census(bed.node("west-1"), &target).await.len() as i64, returned.delivered);
+    assert!(returned.returned > 0, "{returned:?}");
+    assert_eq!(returned.returned, returned.staged - returned.delivered - returned.dead_lettered, "{returned:?}");
 }

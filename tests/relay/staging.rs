@@ -146,7 +146,8 @@ async fn prepare_verify_and_remove_round_trip() {
     let (source, source_mbean) = source_queue(&mgmt, "staging_round_trip_src").await;
     send(&conn, vec![message(&source, 1)]).await;
     let t0 = broker_now(&mgmt).await;
-    let moved = staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &frozen(t0, None), 10).await.unwrap();
+    let moved =
+        staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &frozen(t0, None), 10, Some(t0)).await.unwrap();
     assert_eq!(moved, 1);
     let depth = staging::depth(&mgmt, &spec.name).await.unwrap();
     assert_eq!((depth.messages, depth.in_delivery, depth.scheduled), (1, 0, 0));
@@ -237,11 +238,16 @@ async fn filter_refills_follow_the_frozen_selection() {
     send(&conn, late).await;
     let filter = frozen(t0, None);
 
-    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 3).await.unwrap(), 3, "count");
-    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 100).await.unwrap(), 6);
-    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 100).await.unwrap(), 0);
+    assert_eq!(
+        staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 3, Some(t0)).await.unwrap(),
+        3,
+        "count"
+    );
+    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 100, Some(t0)).await.unwrap(), 6);
+    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 100, Some(t0)).await.unwrap(), 0);
     for invalid in [("", 5), (filter.as_str(), 0)] {
-        let e = staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, invalid.0, invalid.1).await.unwrap_err();
+        let e =
+            staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, invalid.0, invalid.1, None).await.unwrap_err();
         assert!(matches!(e, StagingError::Invalid(_)) && e.is_refusal(), "{e}");
     }
 
@@ -273,7 +279,7 @@ async fn filter_refills_follow_the_frozen_selection() {
     holder.close().await.unwrap();
     let left = staging::not_taken(&mgmt, &source_mbean, whole).await.unwrap();
     assert_eq!((left.in_delivery, left.other), (0, 1), "{left:?}");
-    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 100).await.unwrap(), 1);
+    assert_eq!(staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &filter, 100, Some(t0)).await.unwrap(), 1);
     let staged = mgmt.list_messages(&staging_mbean, None).await.unwrap();
     let origins: HashSet<i64> = staged.iter().filter_map(|m| m["_AMQ_ORIG_MESSAGE_ID"].as_i64()).collect();
     assert!(origins.contains(&held_id), "n = 9 was moved by the later refill");
@@ -546,7 +552,8 @@ async fn staging_is_explicit_under_a_poisoned_hash() {
     fidelity::produce(&node, &source, &produce).await;
     assert_eq!(counts(&mgmt, &source_mbean).await, (30, 0, 0));
     let t0 = broker_now(&mgmt).await;
-    let moved = staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &frozen(t0, None), 30).await.unwrap();
+    let moved =
+        staging::refill_by_filter(&mgmt, &source_mbean, &spec.name, &frozen(t0, None), 30, Some(t0)).await.unwrap();
     assert_eq!(moved, 30);
 
     // A relay that takes one message and rolls back: with `#`'s settings it would be dead-lettered (one attempt)

@@ -207,6 +207,12 @@ pub async fn relay(
     let session = source_conn.create_session(SessionOptions::transacted()).await?;
     laps.lap("source-connect");
 
+    // Staging is the run's alone: a message another consumer takes is on neither end, and an in-doubt id missing
+    // from staging could then not be read as delivered.
+    if let Some(outcome) = check_staging_consumers(ctx, &mut run, &source_conn, &staging_queue, config).await? {
+        return Ok(outcome);
+    }
+
     // 0. Reconcile the previous attempt from broker truth.
     let mut reconciled = 0i64;
     let mut still_in_doubt: Vec<i64> = Vec::new();
@@ -839,6 +845,54 @@ pub(crate) fn core_routing(r: RoutingType) -> artemis_core::admin::RoutingType {
     }
 }
 
+/// Staging has a consumer although no batch of this run is receiving (each batch closes its consumer): the
+/// consumer of a worker that died, which the broker drops within the connection TTL — then wait — or another
+/// client's, which takes messages the run can no longer account for — then, once it outlasts every worker's TTL
+/// (`FOREIGN_CONSUMER_GRACE` × the TTL), stop the run saying so. `None`: no consumer, go on.
+async fn check_staging_consumers(
+    ctx: &JobContext,
+    run: &mut MoveRun,
+    conn: &artemis_core::Connection,
+    staging_queue: &str,
+    config: &RelayConfig,
+) -> Result<Option<Outcome>, RelayError> {
+    let consumers = conn.queue_query(staging_queue).await?.map_or(0, |q| q.consumer_count);
+    if consumers == 0 {
+        if run.relay.foreign_consumer_since.take().is_some() {
+            let mut tx = ctx.lease.begin().await?;
+            state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+            tx.commit_progress().await?;
+        }
+        return Ok(None);
+    }
+    let now = Utc::now();
+    let since = *run.relay.foreign_consumer_since.get_or_insert(now);
+    let grace = chrono::Duration::from_std(config.connection_ttl * FOREIGN_CONSUMER_GRACE).unwrap_or_default();
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    if now - since >= grace {
+        let reason = format!(
+            "staging {staging_queue} has had {consumers} consumer(s) that are not this run's for {} s: messages they              take are on neither the source nor the target, and the run cannot tell them from delivered ones. Find              and stop that client (the broker's consumer list of {staging_queue} names its connection), then resume              or return; grant consume on studio.transfer.# to the product's broker user alone",
+            (now - since).num_seconds()
+        );
+        state::event(tx.conn(), run.id, "foreign_consumer", json!({ "queue": staging_queue, "consumers": consumers }))
+            .await?;
+        tx.commit_progress().await?;
+        return Ok(Some(Outcome::Stop { reason }));
+    }
+    tx.commit_progress().await?;
+    Ok(Some(Outcome::Snooze {
+        until: now + chrono::Duration::from_std(HELD_ELSEWHERE_RETRY).unwrap_or_default(),
+        reason: format!(
+            "staging {staging_queue} has {consumers} consumer(s) that are not this batch's: a previous worker's, which              the broker drops when its connection times out, or another client's"
+        ),
+    }))
+}
+
+/// How many connection TTLs a consumer on staging that is not a batch's own may last before the run stops: a dead
+/// worker's is gone after one.
+const FOREIGN_CONSUMER_GRACE: u32 = 3;
+
 /// What staging holds as a Core browse sees it (see [`list_staging`]).
 #[derive(Debug, Default)]
 pub(crate) struct StagingListing {
@@ -925,7 +979,9 @@ async fn refill(
         }
         _ => {
             let filter = run.plan.effective_filter().unwrap_or_default();
-            let moved = staging::refill_by_filter(&source.mgmt, &source_mbean, staging_queue, &filter, count).await?;
+            let t0 = Some(run.plan.t0_millis);
+            let moved =
+                staging::refill_by_filter(&source.mgmt, &source_mbean, staging_queue, &filter, count, t0).await?;
             fault::reach("refill");
             run.counters.staged += moved as i64;
             // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a

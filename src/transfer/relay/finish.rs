@@ -208,11 +208,15 @@ pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayC
     if exists {
         let moved = staging::move_back(&source.mgmt, &staging_queue, &run.plan.source.queue).await?;
         fault::reach("return");
-        run.counters.returned += moved as i64;
+        let held = staging_depth(&source_conn, &staging_queue).await?;
+        // Broker truth over the answer: everything that entered staging was delivered, dead-lettered, returned or
+        // is still held, so an earlier attempt whose move worked but whose count was lost (a crash between the
+        // two) is counted too.
+        let c = &mut run.counters;
+        c.returned = (c.returned + moved as i64).max(c.staged - c.delivered - c.dead_lettered - held);
         let mut tx = ctx.lease.begin().await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
-        let held = staging_depth(&source_conn, &staging_queue).await?;
         if held > 0 {
             return Err(RelayError::Transient(format!(
                 "{held} messages are still in staging {staging_queue} (in delivery to a consumer that is gone?); \

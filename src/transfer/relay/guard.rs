@@ -73,20 +73,39 @@ pub fn check_target(queue: &str, facts: &EndFacts, batch: BatchSize, threshold_p
         }
         Some(Some(state)) => state,
     };
-    if let Some(Some(filter)) = &state.filter {
-        return TargetCheck::Refuse(format!(
-            "the target queue {queue} now has a filter ({filter}): messages it does not match would be dropped"
-        ));
+    // What could not be read is unknown, never a pass (as the preview says it): the batch is tried again later.
+    match &state.filter {
+        None => {
+            return TargetCheck::Unknown(format!("whether the target queue {queue} has a filter could not be read"))
+        }
+        Some(Some(filter)) => {
+            return TargetCheck::Refuse(format!(
+                "the target queue {queue} now has a filter ({filter}): messages it does not match would be dropped"
+            ))
+        }
+        Some(None) => {}
     }
-    if state.enabled == Some(false) {
-        return TargetCheck::Refuse(format!(
-            "the target queue {queue} was disabled: the broker drops what is sent to it"
-        ));
+    match state.enabled {
+        None => return TargetCheck::Unknown(format!("whether the target queue {queue} is enabled could not be read")),
+        Some(false) => {
+            return TargetCheck::Refuse(format!(
+                "the target queue {queue} was disabled: the broker drops what is sent to it"
+            ))
+        }
+        Some(true) => {}
     }
-    if state.purge_on_no_consumers == Some(true) {
-        return TargetCheck::Refuse(format!(
-            "the target queue {queue} now purges when it has no consumer: messages could be deleted on arrival"
-        ));
+    match state.purge_on_no_consumers {
+        None => {
+            return TargetCheck::Unknown(format!(
+                "whether the target queue {queue} purges when it has no consumer could not be read"
+            ))
+        }
+        Some(true) => {
+            return TargetCheck::Refuse(format!(
+                "the target queue {queue} now purges when it has no consumer: messages could be deleted on arrival"
+            ))
+        }
+        Some(false) => {}
     }
     let Some(settings) = &facts.queue.settings else {
         return TargetCheck::Unknown(format!("the address settings of the target queue {queue} could not be read"));
@@ -271,6 +290,23 @@ mod tests {
     #[test]
     fn a_healthy_target_goes() {
         assert_eq!(check_target("q", &healthy(), BATCH, 90), TargetCheck::Go);
+    }
+
+    #[test]
+    fn an_unread_fact_of_the_target_queue_is_unknown_never_a_pass() {
+        for unread in [
+            |q: &mut QueueState| q.filter = None,
+            |q: &mut QueueState| q.enabled = None,
+            |q: &mut QueueState| q.purge_on_no_consumers = None,
+        ] {
+            let mut f = healthy();
+            if let Some(Some(q)) = f.queue.queue.as_mut() {
+                unread(q);
+            }
+            assert!(
+                matches!(check_target("q", &f, BATCH, 90), TargetCheck::Unknown(w) if w.contains("could not be read"))
+            );
+        }
     }
 
     #[test]

@@ -179,7 +179,8 @@ async fn move_frozen(
 ) -> Result<i64, RelayError> {
     let filter = run.plan.effective_filter().unwrap_or_default();
     record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
-    let moved = match staging::refill_by_filter(&node.mgmt, source, &run.plan.target.queue, &filter, batch).await {
+    let t0 = Some(run.plan.t0_millis);
+    let moved = match staging::refill_by_filter(&node.mgmt, source, &run.plan.target.queue, &filter, batch, t0).await {
         Ok(n) => n as i64,
         Err(e) if nothing_moved(&e) => {
             run.relay.refill = None;

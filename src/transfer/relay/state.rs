@@ -31,6 +31,9 @@ pub struct RelayState {
     /// How many extra passes over the source the end asked for: more of a filter's messages found on the source,
     /// or an end the source broker's counts did not prove (`transfer::proof`).
     pub finish_rechecks: u32,
+    /// Since when staging has had a consumer that is not a batch's own (a previous worker's, gone within its
+    /// connection TTL, or another client's); `None` while it has none.
+    pub foreign_consumer_since: Option<DateTime<Utc>>,
     /// A copy: how many messages it had copied when its latest extra pass began (a pass that copies nothing more
     /// is a clean one).
     pub pass_started_at: Option<i64>,
@@ -288,6 +291,7 @@ mod tests {
             not_moved: vec![9],
             finish_rechecks: 1,
             pass_started_at: Some(5),
+            foreign_consumer_since: None,
             retry_ids: vec![11],
             dead_letter: vec![4],
         };
