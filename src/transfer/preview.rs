@@ -211,6 +211,12 @@ fn notes(plan: &Plan, facts: &Facts) -> Vec<String> {
          with a fast clock can put a message outside the selection."
             .to_string(),
     ];
+    if plan.mode == Mode::Move && plan.selection == Selection::All {
+        notes.push(
+            "A move of the whole queue takes at most the messages counted at t0: a producer that sends no timestamp              (0) or has a slow clock stamps later messages at or before t0, and the count keeps the run from taking              them (one of a higher priority can still take the place of an older one)."
+                .into(),
+        );
+    }
     notes.push(match plan.mode {
         Mode::Move => "A move clears each message's expiration (the broker's move does); a copy keeps it.".into(),
         Mode::Copy => "A copy keeps each message's expiration.".into(),

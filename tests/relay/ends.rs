@@ -265,27 +265,44 @@ async fn a_copy_creates_the_target_queue_its_preview_promised() {
     clean_up(bed.node("west-1"), &target, false).await;
 }
 
-/// Sends `count` durable text messages over Core whose float and double properties are NaN and infinite (legal
-/// in JMS; the broker's JSON rendering of a message refuses them), with payload ids `<prefix><n>`.
-async fn send_odd_floats(node: &Node, queue: &str, prefix: &str, count: u32) {
+/// How [`send_core`] stamps and decorates its messages.
+#[derive(Clone, Copy)]
+enum Stamp {
+    /// The sender's clock, plain properties.
+    Now,
+    /// Timestamp 0, as a JMS producer with `setDisableMessageTimestamp(true)` sends.
+    Zero,
+    /// The sender's clock, with float and double properties that are NaN and infinite (legal in JMS; the broker's
+    /// JSON rendering of a message refuses them).
+    OddFloats,
+}
+
+/// Sends durable text messages `<prefix><n>` for `n` in `range` to `queue` over Core, one transaction.
+async fn send_core(node: &Node, queue: &str, prefix: &str, range: std::ops::Range<u32>, stamp: Stamp) {
     use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
     let conn = connect(node).await;
     let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
     let producer = session.producer(None);
-    for i in 0..count {
+    for i in range {
+        let timestamp = match stamp {
+            Stamp::Zero => 0,
+            Stamp::Now | Stamp::OddFloats => chrono::Utc::now().timestamp_millis(),
+        };
         let mut headers = MessageHeaders {
             address: Some(format!("{queue}::{queue}").as_str().into()),
             durable: true,
-            timestamp: chrono::Utc::now().timestamp_millis(),
+            timestamp,
             user_id: Some(artemis_core::message::new_user_id()),
             ..MessageHeaders::default()
         };
         headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
         headers.properties.insert("payload_id", PropertyValue::String(format!("{prefix}{i}").as_str().into()));
-        headers.properties.insert("p_nan", PropertyValue::Double(f64::NAN));
-        headers.properties.insert("p_inf", PropertyValue::Float(f32::INFINITY));
-        headers.properties.insert("p_neg_inf", PropertyValue::Double(f64::NEG_INFINITY));
-        producer.send(&CoreMessage { headers, body: b"odd floats".to_vec().into() }).await.unwrap();
+        if let Stamp::OddFloats = stamp {
+            headers.properties.insert("p_nan", PropertyValue::Double(f64::NAN));
+            headers.properties.insert("p_inf", PropertyValue::Float(f32::INFINITY));
+            headers.properties.insert("p_neg_inf", PropertyValue::Double(f64::NEG_INFINITY));
+        }
+        producer.send(&CoreMessage { headers, body: b"core".to_vec().into() }).await.unwrap();
     }
     session.commit().await.unwrap();
     let _ = conn.close().await;
@@ -302,7 +319,7 @@ async fn a_move_recovers_from_a_crash_with_nan_properties_in_staging() {
     let target = unique_name("ends_nan_dst");
     create_queue(east, &source).await;
     create_queue(bed.node("west-1"), &target).await;
-    send_odd_floats(east, &source, "ends_nan-", 100).await;
+    send_core(east, &source, "ends_nan-", 0..100, Stamp::OddFloats).await;
     let ids: Vec<String> = (0..100).map(|i| format!("ends_nan-{i}")).collect();
 
     let mut world = World::new("ends_nan", &[("batch_size", json!(20))]).await;
@@ -422,6 +439,58 @@ async fn a_copy_streams_a_body_larger_than_memory_allows() {
     let after = bodies(&browse_all(bed.node("west-1"), &target, 11).await);
     assert_eq!(after, before, "the target's bodies differ from the source's");
     assert!(peak_rss < 64 * MIB, "the worker's peak RSS was {} MiB: a large body was held in memory", peak_rss / MIB);
+    clean_up(east, &source, false).await;
+    clean_up(bed.node("west-1"), &target, false).await;
+}
+
+/// A producer that sends no timestamp (0) keeps adding to the source while its whole queue is moved: every one
+/// of its messages matches `AMQTimestamp <= t0`, yet the run takes only the messages counted at t0 and ends.
+/// Before issue 13 the run took the producer's messages as well, for as long as it sent them.
+#[tokio::test]
+async fn a_whole_queue_move_ends_beside_a_producer_that_sends_timestamp_zero() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let source = unique_name("ends_ts0_src");
+    let target = unique_name("ends_ts0_dst");
+    create_queue(east, &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    send_core(east, &source, "ends_ts0-", 0..1_000, Stamp::Now).await;
+    let ids: Vec<String> = (0..1_000).map(|i| format!("ends_ts0-{i}")).collect();
+
+    let mut world = World::new("ends_ts0", &[("batch_size", json!(50)), ("messages_per_second", json!(150.0))]).await;
+    world.spawn_worker("w1", &[]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    assert_eq!(stored.preview.selection_size, Some(1_000));
+    world.execute(&stored).await;
+    // 10 messages every 200 ms, stamped 0, until the run ends (at most two minutes).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producer = {
+        let (stop, node, queue) = (stop.clone(), east.clone(), source.clone());
+        tokio::spawn(async move {
+            let mut n = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && n < 6_000 {
+                send_core(&node, &queue, "ends_ts0_late-", n..n + 10, Stamp::Zero).await;
+                n += 10;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            n
+        })
+    };
+    let ended = world.wait_run(stored.run_id, &["succeeded", "partial"], Duration::from_secs(120)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let late = producer.await.unwrap();
+    let (state, counters) = ended;
+    assert!(late > 0, "the producer sent nothing while the run went");
+
+    let on_target = census(bed.node("west-1"), &target).await;
+    assert_each_once(&ids, &on_target, &format!("the target after {state} {counters:?}, {late} sent late"));
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    assert_eq!(counters.delivered, 1_000, "{counters:?}");
+    let left = Jolokia::new(east).message_count(&source).await.unwrap();
+    assert_eq!(left, i64::from(late), "every late message is still on the source");
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }

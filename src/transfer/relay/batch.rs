@@ -288,7 +288,13 @@ pub async fn relay(
         match heap_check {
             TargetCheck::Go => {
                 let count = (2 * i64::from(batch_size) - depth) as u32;
-                refill(ctx, &source, &mut run, &staging_queue, count, id_chunk(&settings)).await?;
+                match whole_queue_left(&run, run.counters.staged) {
+                    Some(0) => run.relay.exhausted = true,
+                    left => {
+                        let count = left.map_or(count, |left| count.min(left));
+                        refill(ctx, &source, &mut run, &staging_queue, count, id_chunk(&settings)).await?;
+                    }
+                }
             }
             _ if depth > 0 => {}
             TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
@@ -994,6 +1000,17 @@ async fn refill(
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
     Ok(())
+}
+
+/// How many more messages a whole-queue run may take: the broker's count at `t0` less what it took (`taken`). A
+/// message sent after `t0` but stamped at or before it — by a producer that sends timestamp 0 (JMS
+/// `setDisableMessageTimestamp`) or whose clock is slow — matches the frozen filter; the count keeps the run from
+/// taking such a producer's messages for ever. `None`: no cap (a filter, whose count is rarely exact, or ids).
+pub(crate) fn whole_queue_left(run: &MoveRun, taken: i64) -> Option<u32> {
+    match (&run.plan.selection, run.selection_size) {
+        (Selection::All, Some(counted)) => Some(u32::try_from((counted - taken).max(0)).unwrap_or(u32::MAX)),
+        _ => None,
+    }
 }
 
 /// How many ids one batched management request moves: a batch costs one permit per id, and the per-node

@@ -9,8 +9,8 @@ use artemis_core::{ConsumerOptions, SessionOptions};
 use serde_json::json;
 
 use super::batch::{
-    list_staging, outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, Limits, SendFailure,
-    TargetWatch,
+    list_staging, outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, whole_queue_left,
+    Limits, SendFailure, TargetWatch,
 };
 use super::ends::NodeAccess;
 use super::state::{self, MoveRun};
@@ -71,13 +71,16 @@ pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayE
     let selected = selected_for_not_taken(&run, &effective);
     let not_taken = staging::not_taken(&source.mgmt, &source_mbean, selected).await?;
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
-    if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
+    // A whole-queue run that took the count of t0 is done taking: what still matches the frozen filter was sent
+    // after t0 without a timestamp (or by a slow clock), and is not part of the selection.
+    let beyond_t0_count = whole_queue_left(&run, run.counters.staged) == Some(0);
+    if frozen && not_taken.other > 0 && !beyond_t0_count && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
         // Still matching and visible on the source: a consumer gave messages back after the last refill. Take them.
         return another_pass(ctx, &mut run, Phase::Relay, None).await;
     }
     run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
     run.counters.not_taken_scheduled = not_taken.scheduled as i64;
-    run.counters.not_taken_gone = not_taken.other as i64;
+    run.counters.not_taken_gone = if beyond_t0_count { 0 } else { not_taken.other as i64 };
     let now = source_count_now(&source, &run).await?;
     let staged = run.counters.staged;
     let proof = prove_end(&run, now, staged);

@@ -32,7 +32,7 @@ use std::collections::HashSet;
 use chrono::Utc;
 use serde_json::json;
 
-use super::batch::{create_target_queue, source_queue_mbean, wait_for_room};
+use super::batch::{create_target_queue, source_queue_mbean, wait_for_room, whole_queue_left};
 use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
@@ -177,6 +177,14 @@ async fn move_frozen(
     run: &mut MoveRun,
     batch: u32,
 ) -> Result<i64, RelayError> {
+    let batch = match whole_queue_left(run, run.counters.delivered + run.counters.uncertain) {
+        Some(0) => {
+            run.relay.exhausted = true;
+            return Ok(0);
+        }
+        Some(left) => batch.min(left),
+        None => batch,
+    };
     let filter = run.plan.effective_filter().unwrap_or_default();
     record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
     let t0 = Some(run.plan.t0_millis);
@@ -380,13 +388,16 @@ async fn finish(
     let selected = selected_for_not_taken(run, &effective);
     let not_taken = staging::not_taken(&node.mgmt, source, selected).await?;
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
-    if frozen && not_taken.other > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
+    // A whole-queue run that took the count of t0 is done taking: what still matches the frozen filter was sent
+    // after t0 without a timestamp (or by a slow clock), and is not part of the selection.
+    let beyond_t0_count = whole_queue_left(run, run.counters.delivered + run.counters.uncertain) == Some(0);
+    if frozen && not_taken.other > 0 && !beyond_t0_count && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
         // Still matching and visible on the source: a consumer gave messages back after the last chunk.
         return another_pass(ctx, run, Phase::LocalMove, None).await;
     }
     run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
     run.counters.not_taken_scheduled = not_taken.scheduled as i64;
-    run.counters.not_taken_gone = not_taken.other as i64;
+    run.counters.not_taken_gone = if beyond_t0_count { 0 } else { not_taken.other as i64 };
     let now = source_count_now(node, run).await?;
     // What the broker moved out of the source: every delivered message, and up to `uncertain` more.
     let proof = prove_end(run, now, run.counters.delivered + run.counters.uncertain);
