@@ -448,20 +448,34 @@ async fn a_copy_streams_a_body_larger_than_memory_allows() {
 /// Before issue 13 the run took the producer's messages as well, for as long as it sent them.
 #[tokio::test]
 async fn a_whole_queue_move_ends_beside_a_producer_that_sends_timestamp_zero() {
+    beside_a_producer_that_sends_timestamp_zero(artemis_transfer::transfer::Mode::Move).await;
+}
+
+/// The same for a copy, which browses: it copies the messages counted at t0 and ends.
+#[tokio::test]
+async fn a_whole_queue_copy_ends_beside_a_producer_that_sends_timestamp_zero() {
+    beside_a_producer_that_sends_timestamp_zero(artemis_transfer::transfer::Mode::Copy).await;
+}
+
+async fn beside_a_producer_that_sends_timestamp_zero(mode: artemis_transfer::transfer::Mode) {
+    use artemis_transfer::transfer::Mode;
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let source = unique_name("ends_ts0_src");
-    let target = unique_name("ends_ts0_dst");
+    let label = if mode == Mode::Move { "ends_ts0" } else { "ends_ts0_copy" };
+    let source = unique_name(&format!("{label}_src"));
+    let target = unique_name(&format!("{label}_dst"));
     create_queue(east, &source).await;
     create_queue(bed.node("west-1"), &target).await;
     send_core(east, &source, "ends_ts0-", 0..1_000, Stamp::Now).await;
     let ids: Vec<String> = (0..1_000).map(|i| format!("ends_ts0-{i}")).collect();
 
-    let mut world = World::new("ends_ts0", &[("batch_size", json!(50)), ("messages_per_second", json!(150.0))]).await;
+    let mut world = World::new(label, &[("batch_size", json!(50)), ("messages_per_second", json!(150.0))]).await;
     world.spawn_worker("w1", &[]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
+    let (from, to) = (queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target));
+    let stored = match mode {
+        Mode::Move => world.preview_move(from, to, Selection::All).await,
+        Mode::Copy => world.preview_copy(from, to, Selection::All).await,
+    };
     assert_eq!(stored.preview.selection_size, Some(1_000));
     world.execute(&stored).await;
     // 10 messages every 200 ms, stamped 0, until the run ends (at most two minutes).
@@ -490,7 +504,8 @@ async fn a_whole_queue_move_ends_beside_a_producer_that_sends_timestamp_zero() {
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 1_000, "{counters:?}");
     let left = Jolokia::new(east).message_count(&source).await.unwrap();
-    assert_eq!(left, i64::from(late), "every late message is still on the source");
+    let kept = if mode == Mode::Move { 0 } else { 1_000 };
+    assert_eq!(left, kept + i64::from(late), "every late message is still on the source");
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }

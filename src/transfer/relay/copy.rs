@@ -24,7 +24,7 @@ use serde_json::json;
 
 use super::batch::{
     full_words, load, load_settings, outbound_batch, send_batch_proving, stop_outcome, target_facts, wait_for_room,
-    Received, SendFailure, TargetWatch,
+    whole_queue_left, Received, SendFailure, TargetWatch,
 };
 use super::dmq;
 use super::ends::NodeAccess;
@@ -111,7 +111,16 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         }
         let batch_started = Utc::now();
         let settings = load_settings(ctx).await?;
-        let batch_size = settings.batch_size.max(1) as usize;
+        // A whole-queue copy copies at most the messages counted at t0 (as a move takes them; see
+        // `whole_queue_left`): a producer sending timestamp 0 behind the browser does not keep it going.
+        let batch_size = match whole_queue_left(&run, run.counters.delivered + run.counters.dead_lettered) {
+            Some(0) => {
+                browsed_to_end = true;
+                break;
+            }
+            Some(left) => (settings.batch_size.max(1) as usize).min(left as usize),
+            None => settings.batch_size.max(1) as usize,
+        };
 
         // Guard, as every move batch: the live target by NodeID, its queue, room and disk.
         let (target, facts) = target_facts(h, ctx, &run).await?;
