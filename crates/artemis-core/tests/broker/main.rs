@@ -17,6 +17,7 @@ mod kill;
 mod large;
 mod login;
 mod pipeline;
+mod reload;
 mod support;
 mod transactions;
 mod ttl;
