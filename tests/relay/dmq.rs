@@ -9,11 +9,8 @@
 //! in the real-refusal case.
 
 use std::collections::BTreeMap;
-use std::sync::Once;
 use std::time::Duration;
 
-use artemis_transfer::registry::discover::{discover, Seed};
-use artemis_transfer::registry::{store, Cluster, Credentials};
 use artemis_transfer::transfer::relay::state::Counters;
 use artemis_transfer::transfer::service::StoredPreview;
 use artemis_transfer::transfer::{actions, Selection};
@@ -21,10 +18,13 @@ use serde_json::{json, Value};
 use testbed::fidelity::{self, Observed, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::scratch::{ScratchBroker, ScratchOptions};
-use testbed::{unique_name, Node, NodeRole, TestBed};
+use testbed::{unique_name, Node, TestBed};
 use uuid::Uuid;
 
-use crate::support::{assert_exactly_once, census, create_queue, management, queue_ref, World};
+use crate::support::{
+    assert_exactly_once, census, create_queue, management, queue_ref, register_scratch, scratch_node, World,
+    SCRATCH_CREDENTIALS,
+};
 
 const RUN_LIMIT: Duration = Duration::from_secs(240);
 const BUILT_IN: &str = "studio.dmq.transfer";
@@ -480,44 +480,6 @@ async fn dmq_a_crash_after_the_dmq_commit_counts_the_poison_once_as_dead_lettere
 }
 
 // ------------------------------------------------------------------------------------------------ a real refusal
-
-const SCRATCH_CREDENTIALS: [(&str, &str); 2] = [
-    ("ARTEMIS_TRANSFER_CREDENTIALS__SCRATCH__USER", "scratch"),
-    ("ARTEMIS_TRANSFER_CREDENTIALS__SCRATCH__PASSWORD", "scratch-pw"),
-];
-
-fn export_scratch_credentials() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        for (key, value) in SCRATCH_CREDENTIALS {
-            std::env::set_var(key, value);
-        }
-    });
-}
-
-fn scratch_node(broker: &ScratchBroker, cluster: &str) -> Node {
-    Node {
-        name: "scratch".into(),
-        cluster: cluster.into(),
-        role: NodeRole::Primary,
-        core_port: broker.core_port,
-        http_port: broker.http_port.expect("a web console"),
-        user: broker.user.clone(),
-        password: broker.password.clone(),
-    }
-}
-
-async fn register_scratch(world: &World, cluster: &str, broker: &ScratchBroker) {
-    export_scratch_credentials();
-    let credentials = Credentials::from_env("scratch").unwrap();
-    let seed = Seed {
-        jolokia_url: broker.jolokia_url().unwrap(),
-        core_url: Some(broker.core_url()),
-        jolokia_by_core: BTreeMap::new(),
-    };
-    let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
-    store::add(&world.pool, &Cluster { name: cluster.into(), credentials_ref: "scratch".into(), nodes }).await.unwrap();
-}
 
 /// Sends one durable text message with a string property of `big` characters to `queue::queue` on `node` over
 /// Core, in a transaction; the commit's result.

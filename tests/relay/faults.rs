@@ -4,23 +4,22 @@
 //! alone. The broker faults run on private scratch brokers registered as their own clusters, so the shared test
 //! bed is never stopped.
 
-use std::collections::BTreeMap;
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use artemis_transfer::registry::discover::{discover, Seed};
-use artemis_transfer::registry::{store, Cluster, Credentials};
 use artemis_transfer::transfer::relay::state::Counters;
 use artemis_transfer::transfer::{actions, Selection};
 use serde_json::json;
 use sqlx::PgPool;
 use testbed::fidelity::{self, Produce};
 use testbed::scratch::{ScratchBroker, ScratchOptions};
-use testbed::{unique_name, Node, NodeRole, TestBed};
+use testbed::{unique_name, Node, TestBed};
 use uuid::Uuid;
 
 use crate::support::process::WorkerProcess;
-use crate::support::{assert_exactly_once, census, create_queue, management, queue_ref, wait_for, World};
+use crate::support::{
+    assert_exactly_once, census, create_queue, management, queue_ref, register_scratch, scratch_node, wait_for, World,
+    SCRATCH_CREDENTIALS,
+};
 
 /// The run's state and counters now.
 async fn progress(pool: &PgPool, run: Uuid) -> (String, Counters) {
@@ -402,50 +401,6 @@ async fn random_kill9_of_workers_during_a_50000_message_move() {
 }
 
 // ------------------------------------------------------------------------------------------------------ brokers
-
-/// The scratch brokers' credentials, by the reference `scratch` (every scratch broker has the same user).
-const SCRATCH_CREDENTIALS: [(&str, &str); 2] = [
-    ("ARTEMIS_TRANSFER_CREDENTIALS__SCRATCH__USER", "scratch"),
-    ("ARTEMIS_TRANSFER_CREDENTIALS__SCRATCH__PASSWORD", "scratch-pw"),
-];
-
-fn export_scratch_credentials() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        for (key, value) in SCRATCH_CREDENTIALS {
-            std::env::set_var(key, value);
-        }
-    });
-}
-
-/// A scratch broker as a test-bed [`Node`], for the Java helper and the test's management client (its broker name
-/// is `scratch`).
-fn scratch_node(broker: &ScratchBroker, cluster: &str) -> Node {
-    assert_eq!(broker.user, SCRATCH_CREDENTIALS[0].1);
-    Node {
-        name: "scratch".into(),
-        cluster: cluster.into(),
-        role: NodeRole::Primary,
-        core_port: broker.core_port,
-        http_port: broker.http_port.expect("scratch brokers here have a web console"),
-        user: broker.user.clone(),
-        password: broker.password.clone(),
-    }
-}
-
-/// Registers `broker` in `world` as the one-node cluster `cluster` (its node is called `scratch`).
-async fn register_scratch(world: &World, cluster: &str, broker: &ScratchBroker) {
-    export_scratch_credentials();
-    let credentials = Credentials::from_env("scratch").unwrap();
-    let seed = Seed {
-        jolokia_url: broker.jolokia_url().unwrap(),
-        core_url: Some(broker.core_url()),
-        jolokia_by_core: BTreeMap::new(),
-    };
-    let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
-    assert_eq!(nodes.len(), 1, "{nodes:?}");
-    store::add(&world.pool, &Cluster { name: cluster.into(), credentials_ref: "scratch".into(), nodes }).await.unwrap();
-}
 
 /// How many staging ids the run holds in doubt now.
 async fn ids_in_doubt(pool: &PgPool, run: Uuid) -> i32 {

@@ -16,26 +16,15 @@ use serde_json::{json, Value};
 use testbed::fidelity::{self, Produce};
 use testbed::jolokia::{Jolokia, Permissions};
 use testbed::scratch::{ScratchBroker, ScratchOptions};
-use testbed::{unique_name, Node, NodeRole, TestBed};
+use testbed::{unique_name, Node, TestBed};
+
+use crate::support::scratch_node;
 use uuid::Uuid;
 
 // ------------------------------------------------------------------------------------------------ helpers
 
 fn management_for(node: &Node) -> BrokerManagement {
     crate::support::management(node)
-}
-
-/// A scratch broker as a test-bed [`Node`], so the Java helper and the testbed's Jolokia client reach it.
-fn scratch_node(b: &ScratchBroker) -> Node {
-    Node {
-        name: "scratch".into(),
-        cluster: "scratch".into(),
-        role: NodeRole::Primary,
-        core_port: b.core_port,
-        http_port: b.http_port.expect("started with the web console"),
-        user: b.user.clone(),
-        password: b.password.clone(),
-    }
 }
 
 async fn core(node: &Node) -> Connection {
@@ -470,7 +459,7 @@ async fn staging_is_explicit_under_a_poisoned_hash() {
         ScratchOptions { web: true, broker_xml: poisoned_hash(), ..ScratchOptions::default() },
     )
     .await;
-    let node = scratch_node(&broker);
+    let node = scratch_node(&broker, "scratch");
     let mgmt = management_for(&node);
     let hash = mgmt.address_settings("anything").await.unwrap();
     assert_eq!(
@@ -609,7 +598,7 @@ async fn staging_without_rights_is_refused_with_the_snippet() {
         },
     )
     .await;
-    let node = scratch_node(&broker);
+    let node = scratch_node(&broker, "scratch");
     let mgmt = management_for(&node);
     let spec = fresh_spec(10);
 

@@ -21,7 +21,8 @@ use artemis_transfer::transfer::service::{preview_and_store, PreviewRequest, Sto
 use artemis_transfer::transfer::{Kind, Mode, PreviewSettings, QueueRef, Selection};
 use sqlx::PgPool;
 use testbed::fidelity;
-use testbed::{Node, TestBed};
+use testbed::scratch::ScratchBroker;
+use testbed::{Node, NodeRole, TestBed};
 
 use self::process::WorkerProcess;
 
@@ -255,4 +256,50 @@ pub fn assert_exactly_once(expected: &[String], target: &BTreeMap<String, usize>
         }
     }
     assert!(missing.is_empty() && doubled.is_empty(), "missing {missing:?}; doubled {doubled:?}");
+}
+
+// Scratch brokers (private, made by a test) registered as clusters of a test's world.
+
+/// The scratch brokers' credentials, by the reference `scratch` (every scratch broker has the same user).
+pub const SCRATCH_CREDENTIALS: [(&str, &str); 2] = [
+    ("ARTEMIS_TRANSFER_CREDENTIALS__SCRATCH__USER", "scratch"),
+    ("ARTEMIS_TRANSFER_CREDENTIALS__SCRATCH__PASSWORD", "scratch-pw"),
+];
+
+pub fn export_scratch_credentials() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (key, value) in SCRATCH_CREDENTIALS {
+            std::env::set_var(key, value);
+        }
+    });
+}
+
+/// A scratch broker as a test-bed [`Node`], for the Java helper and the test's management client (its broker name
+/// is `scratch`).
+pub fn scratch_node(broker: &ScratchBroker, cluster: &str) -> Node {
+    assert_eq!(broker.user, SCRATCH_CREDENTIALS[0].1);
+    Node {
+        name: "scratch".into(),
+        cluster: cluster.into(),
+        role: NodeRole::Primary,
+        core_port: broker.core_port,
+        http_port: broker.http_port.expect("scratch brokers here have a web console"),
+        user: broker.user.clone(),
+        password: broker.password.clone(),
+    }
+}
+
+/// Registers `broker` in `world` as the one-node cluster `cluster` (its node is called `scratch`).
+pub async fn register_scratch(world: &World, cluster: &str, broker: &ScratchBroker) {
+    export_scratch_credentials();
+    let credentials = Credentials::from_env("scratch").unwrap();
+    let seed = Seed {
+        jolokia_url: broker.jolokia_url().unwrap(),
+        core_url: Some(broker.core_url()),
+        jolokia_by_core: BTreeMap::new(),
+    };
+    let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    store::add(&world.pool, &Cluster { name: cluster.into(), credentials_ref: "scratch".into(), nodes }).await.unwrap();
 }
