@@ -207,6 +207,9 @@ pub enum OrphanError {
     /// A management call failed.
     #[error(transparent)]
     Management(#[from] JolokiaError),
+    /// The node's Core acceptor (listing the orphan) failed.
+    #[error("listing the orphan over Core: {0}")]
+    Core(#[from] artemis_core::Error),
 }
 
 fn moved_note(returned: u64) -> String {
@@ -224,6 +227,7 @@ impl OrphanError {
             self,
             OrphanError::Db(_)
                 | OrphanError::Management(_)
+                | OrphanError::Core(_)
                 | OrphanError::Registry(RegistryError::Db(_))
                 | OrphanError::Permission(PermissionError::Db(_))
         )
@@ -385,7 +389,7 @@ async fn return_checked(
     let cluster = store::get(pool, &request.cluster).await?;
     let node = cluster.node(&request.node)?;
     let credentials = Credentials::from_env(&cluster.credentials_ref)?;
-    let (mgmt, _) = live_endpoint_limited(node, &credentials, CALL_TIMEOUT, permits.as_ref()).await?;
+    let (mgmt, endpoint) = live_endpoint_limited(node, &credentials, CALL_TIMEOUT, permits.as_ref()).await?;
     let label = format!("{}/{}", request.cluster, request.node);
     match staging::depth(&mgmt, queue).await {
         Ok(_) => {}
@@ -427,9 +431,14 @@ async fn return_checked(
         usable(to, 0)?;
     }
 
+    // The orphan is listed over Core, which carries every legal message (see `staging::list_over_core`).
+    let options = artemis_core::ConnectOptions::from_url(&endpoint.core_url)?
+        .credentials(credentials.user.clone(), credentials.password.expose().clone())
+        .call_timeout(CALL_TIMEOUT);
+    let conn = artemis_core::Connection::connect(&options).await?;
     let mut done = Returned { queue: queue.clone(), ..Returned::default() };
     for _ in 0..MAX_ROUNDS {
-        let listed = mgmt.list_messages(&mbean, None).await?;
+        let listed = staging::list_over_core(&conn, queue).await?;
         if listed.is_empty() {
             break;
         }
@@ -474,13 +483,13 @@ async fn return_checked(
 }
 
 /// The original queues named by `listed` messages, and how many name none.
-fn group_by_original(listed: &[Value]) -> (BTreeSet<String>, u64) {
+fn group_by_original(listed: &[staging::Listed]) -> (BTreeSet<String>, u64) {
     let mut groups = BTreeSet::new();
     let mut without = 0u64;
     for m in listed {
-        match m.get(ORIGINAL_QUEUE).and_then(Value::as_str).filter(|q| !q.is_empty()) {
+        match &m.original_queue {
             Some(q) => {
-                groups.insert(q.to_string());
+                groups.insert(q.clone());
             }
             None => without += 1,
         }
@@ -509,13 +518,12 @@ mod tests {
 
     #[test]
     fn messages_group_by_their_original_queue() {
-        let listed = vec![
-            json!({ "messageID": 1, ORIGINAL_QUEUE: "a" }),
-            json!({ "messageID": 2, ORIGINAL_QUEUE: "b" }),
-            json!({ "messageID": 3, ORIGINAL_QUEUE: "a" }),
-            json!({ "messageID": 4 }),
-            json!({ "messageID": 5, ORIGINAL_QUEUE: "" }),
-        ];
+        let m = |id: i64, queue: Option<&str>| staging::Listed {
+            id,
+            original_id: None,
+            original_queue: queue.map(str::to_string),
+        };
+        let listed = vec![m(1, Some("a")), m(2, Some("b")), m(3, Some("a")), m(4, None), m(5, None)];
         let (groups, without) = group_by_original(&listed);
         assert_eq!(groups.into_iter().collect::<Vec<_>>(), vec!["a".to_string(), "b".to_string()]);
         assert_eq!(without, 2);

@@ -586,3 +586,37 @@ async fn a_copy_and_a_move_of_a_reloaded_paging_queue_with_large_messages_are_ex
     clean_up(west, &moved_to, false).await;
     broker.terminate().await;
 }
+
+/// An orphan holding messages whose properties are NaN or infinite is returned to its original queue: it is
+/// listed over Core (the broker's JSON listing fails on such a message).
+#[tokio::test]
+async fn an_orphan_with_nan_properties_returns_to_its_queue() {
+    use artemis_transfer::transfer::orphans::{self, ReturnRequest};
+    use artemis_transfer::transfer::staging::{self, StagingSpec};
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let world = World::new("ends_orphan_nan", &[]).await;
+    let source = unique_name("ends_orphan_nan");
+    create_queue(east, &source).await;
+    send_core(east, &source, "ends_orphan_nan-", 0..30, Stamp::OddFloats).await;
+    let ids: Vec<String> = (0..30).map(|i| format!("ends_orphan_nan-{i}")).collect();
+
+    let mgmt = crate::support::management(east);
+    let orphan_run = uuid::Uuid::new_v4();
+    let orphan = staging::staging_queue_name(orphan_run);
+    staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, 50)).await.unwrap();
+    let mbean = mgmt.queue_mbean(&source, artemis_transfer::broker::jolokia::RoutingType::Anycast, &source);
+    assert_eq!(staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 30, None).await.unwrap(), 30);
+
+    let request = ReturnRequest {
+        cluster: "east".into(),
+        node: "east-1".into(),
+        queue: orphan.clone(),
+        to: None,
+        operator: "tester".into(),
+    };
+    let returned = orphans::return_orphan(&world.pool, None, &request).await.unwrap();
+    assert_eq!(returned.total(), 30, "{returned:?}");
+    assert_each_once(&ids, &census(east, &source).await, "the source after the orphan's return");
+    clean_up(east, &source, false).await;
+}

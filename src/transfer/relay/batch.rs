@@ -908,36 +908,23 @@ pub(crate) struct StagingListing {
     pub(crate) original_ids: HashSet<i64>,
 }
 
-/// Every message staging holds but those in delivery, by a Core browse: it carries every legal message, where the
-/// broker's JSON rendering (`listMessagesAsJSON`) fails the whole listing on one float property that is NaN or
-/// infinite, and it has no page limit, where management lists at most a browse page (staging grows past one when a
-/// refill takes a whole selection at once, or after a resume with a larger batch). Large bodies are read past,
-/// never kept. Callers compare the listing with staging's depth: a browse can end early (docs/broker-notes.md).
+/// What staging holds but its messages in delivery ([`staging::list_over_core`]): the relay's own consumer may not
+/// browse it, which the broker's words say with the snippet.
 pub(crate) async fn list_staging(
     conn: &artemis_core::Connection,
     staging_queue: &str,
 ) -> Result<StagingListing, RelayError> {
-    let session = conn.create_session(SessionOptions::auto_commit()).await?;
-    let mut browser = match session.create_browser(staging_queue, ConsumerOptions::default()).await {
-        Ok(b) => b,
+    let listed = match staging::list_over_core(conn, staging_queue).await {
+        Ok(listed) => listed,
         Err(e) if e.is_not_authorized() => {
             return Err(staging::StagingError::refused_over_core(staging_queue, &e.to_string()).into())
         }
         Err(e) => return Err(e.into()),
     };
-    let mut listing = StagingListing::default();
-    let mut discard = tokio::io::sink();
-    while let Some(d) = browser.next_streaming(&mut discard).await? {
-        listing.ids.insert(d.message_id());
-        let original =
-            d.message().headers.properties.get(artemis_core::protocol::properties::names::ORIGINAL_MESSAGE_ID);
-        if let Some(artemis_core::protocol::properties::PropertyValue::Long(id)) = original {
-            listing.original_ids.insert(*id);
-        }
-    }
-    let _ = browser.close().await;
-    let _ = session.close().await;
-    Ok(listing)
+    Ok(StagingListing {
+        ids: listed.iter().map(|m| m.id).collect(),
+        original_ids: listed.iter().filter_map(|m| m.original_id).collect(),
+    })
 }
 
 /// Messages staging holds, those in delivery included (a Core queue query: no management permit).
