@@ -41,9 +41,9 @@ pub const STAGING_PREFIX: &str = crate::transfer::plan::STAGING_PREFIX;
 pub const DMQ_PREFIX: &str = "studio.dmq.";
 
 /// The `broker.xml` security setting the source broker needs for staging (seed 000, "What the broker needs"),
-/// shown at once whenever the broker refuses staging.
+/// shown at once whenever the broker refuses staging. Its roles should be the product's broker user's alone:
+/// another consumer of a staging queue stops its run (relay/batch.rs, `check_staging_consumers`).
 pub const SECURITY_SNIPPET: &str = r#"<security-setting match="studio.transfer.#">
-<!-- the roles of the product's broker user alone: another consumer of a staging queue stops its run -->
 <permission type="createAddress" roles="amq"/>
 <permission type="deleteAddress" roles="amq"/>
 <permission type="createDurableQueue" roles="amq"/>
@@ -556,6 +556,17 @@ pub async fn refill_by_filter(
 /// The flush limit of an uncounted broker move: how many messages the broker moves per journal transaction.
 const UNCOUNTED_FLUSH: i32 = 500;
 
+/// The queue's `ScheduledCount`.
+async fn scheduled_count(mgmt: &BrokerManagement, queue: &ObjectName) -> Result<u64, StagingError> {
+    let v = mgmt.client().request(&Request::read(queue.clone(), &["ScheduledCount"])).await?;
+    v["ScheduledCount"].as_i64().filter(|n| *n >= 0).map(i64::unsigned_abs).ok_or_else(|| {
+        StagingError::Management(JolokiaError::BadAnswer {
+            node: mgmt.client().node().into(),
+            reason: format!("ScheduledCount is {}, not a count", v["ScheduledCount"]),
+        })
+    })
+}
+
 /// Whether `queue` holds a scheduled message (a redelivery delay, or a scheduled delivery time) that a filter
 /// could match. With `t0_millis` (a frozen selection, whose filter leaves out what was stamped or is scheduled after
 /// `t0`) only those stamped and scheduled at or before it count — a message waiting out a redelivery delay always
@@ -796,24 +807,33 @@ pub async fn not_taken(
     source: &ObjectName,
     selected: Selected<'_>,
 ) -> Result<NotTaken, StagingError> {
-    let scheduled = mgmt.list_scheduled_messages(source).await?;
     match selected {
         Selected::Frozen { effective_filter, user_filter, t0_millis } => {
             let in_delivery = mgmt.count_delivering_messages(source, Some(effective_filter)).await?;
             let other = mgmt.count_messages(source, Some(effective_filter)).await?;
-            let scheduled = scheduled
-                .iter()
-                .filter(|m| m["timestamp"].as_i64().is_none_or(|t| t <= t0_millis))
-                .filter(|m| m["_AMQ_SCHED_DELIVERY"].as_i64().is_none_or(|at| at > t0_millis))
-                .count() as u64;
+            let (scheduled, exact) = match mgmt.list_scheduled_messages(source).await {
+                Ok(listed) => {
+                    let n = listed
+                        .iter()
+                        .filter(|m| m["timestamp"].as_i64().is_none_or(|t| t <= t0_millis))
+                        .filter(|m| m["_AMQ_SCHED_DELIVERY"].as_i64().is_none_or(|at| at > t0_millis))
+                        .count() as u64;
+                    (n, user_filter.is_none_or(|f| f.trim().is_empty()))
+                }
+                // The broker could not render the list (a NaN or infinite float property fails the whole JSON
+                // listing): every scheduled message is counted, an upper bound, rather than the finish failing.
+                Err(JolokiaError::Agent { .. }) => (scheduled_count(mgmt, source).await?, false),
+                Err(e) => return Err(e.into()),
+            };
             Ok(NotTaken {
                 in_delivery: in_delivery.unsigned_abs(),
                 scheduled,
-                scheduled_exact: user_filter.is_none_or(|f| f.trim().is_empty()),
+                scheduled_exact: exact,
                 other: other.unsigned_abs(),
             })
         }
         Selected::Ids(ids) => {
+            let scheduled = mgmt.list_scheduled_messages(source).await?;
             let delivering = mgmt.list_delivering_messages(source).await?;
             let ids_of =
                 |list: &[Value]| -> HashSet<i64> { list.iter().filter_map(|m| m["messageID"].as_i64()).collect() };

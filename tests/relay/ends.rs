@@ -275,6 +275,8 @@ enum Stamp {
     /// The sender's clock, with float and double properties that are NaN and infinite (legal in JMS; the broker's
     /// JSON rendering of a message refuses them).
     OddFloats,
+    /// As `OddFloats`, and scheduled for delivery an hour from now (`_AMQ_SCHED_DELIVERY`).
+    OddFloatsScheduled,
 }
 
 /// Sends durable text messages `<prefix><n>` for `n` in `range` to `queue` over Core, one transaction.
@@ -286,7 +288,7 @@ async fn send_core(node: &Node, queue: &str, prefix: &str, range: std::ops::Rang
     for i in range {
         let timestamp = match stamp {
             Stamp::Zero => 0,
-            Stamp::Now | Stamp::OddFloats => chrono::Utc::now().timestamp_millis(),
+            Stamp::Now | Stamp::OddFloats | Stamp::OddFloatsScheduled => chrono::Utc::now().timestamp_millis(),
         };
         let mut headers = MessageHeaders {
             address: Some(format!("{queue}::{queue}").as_str().into()),
@@ -297,7 +299,11 @@ async fn send_core(node: &Node, queue: &str, prefix: &str, range: std::ops::Rang
         };
         headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
         headers.properties.insert("payload_id", PropertyValue::String(format!("{prefix}{i}").as_str().into()));
-        if let Stamp::OddFloats = stamp {
+        if let Stamp::OddFloatsScheduled = stamp {
+            let hour_ahead = chrono::Utc::now().timestamp_millis() + 3_600_000;
+            headers.properties.insert("_AMQ_SCHED_DELIVERY", PropertyValue::Long(hour_ahead));
+        }
+        if let Stamp::OddFloats | Stamp::OddFloatsScheduled = stamp {
             headers.properties.insert("p_nan", PropertyValue::Double(f64::NAN));
             headers.properties.insert("p_inf", PropertyValue::Float(f32::INFINITY));
             headers.properties.insert("p_neg_inf", PropertyValue::Double(f64::NEG_INFINITY));
@@ -619,4 +625,36 @@ async fn an_orphan_with_nan_properties_returns_to_its_queue() {
     assert_eq!(returned.total(), 30, "{returned:?}");
     assert_each_once(&ids, &census(east, &source).await, "the source after the orphan's return");
     clean_up(east, &source, false).await;
+}
+
+/// The source holds scheduled messages whose properties are NaN (the broker cannot list them as JSON): a move of the
+/// whole queue still ends, Partial, counting them as not taken, and the numbers are the census.
+#[tokio::test]
+async fn a_move_ends_beside_scheduled_messages_with_nan_properties() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let source = unique_name("ends_nan_sched_src");
+    let target = unique_name("ends_nan_sched_dst");
+    create_queue(east, &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    send_core(east, &source, "ends_nan_sched-", 0..40, Stamp::OddFloats).await;
+    send_core(east, &source, "ends_nan_sched_later-", 0..5, Stamp::OddFloatsScheduled).await;
+    let ids: Vec<String> = (0..40).map(|i| format!("ends_nan_sched-{i}")).collect();
+
+    let mut world = World::new("ends_nan_sched", &[("batch_size", json!(20))]).await;
+    world.spawn_worker("w1", &[]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+    let on_target = census(bed.node("west-1"), &target).await;
+    assert_each_once(&ids, &on_target, &format!("the target after {state} {counters:?}"));
+    assert_eq!(state, "partial", "five messages wait for a later delivery: {counters:?}");
+    assert_eq!(counters.delivered, 40, "{counters:?}");
+    assert_eq!(counters.not_taken_scheduled, 5, "{counters:?}");
+    assert_eq!(Jolokia::new(east).message_count(&source).await.unwrap(), 5, "the scheduled ones stay");
+    assert_proven(&world, stored.run_id).await;
+    clean_up(east, &source, false).await;
+    clean_up(bed.node("west-1"), &target, false).await;
 }

@@ -204,6 +204,9 @@ impl World {
                         .await
                         .unwrap();
                 if states.contains(&state.as_str()) {
+                    if matches!(state.as_str(), "succeeded" | "partial") {
+                        assert_end_judged(&pool, run, &state).await;
+                    }
                     return (state, serde_json::from_value(counters).unwrap());
                 }
                 if matches!(state.as_str(), "failed" | "interrupted") && !states.contains(&state.as_str()) {
@@ -226,6 +229,26 @@ impl World {
                 panic!("run {run} not {states:?} after {limit:?}: {state} (worker logs in {})", self.log_dir.display())
             }
         }
+    }
+}
+
+/// Every run that ends Succeeded or Partial judged its end against the source broker's counts (`end_proof`, issue
+/// 13): a Succeeded run's numbers account for what the broker counted at t0 (proven), or the counts could not say
+/// (a restart, a selection the broker could not count) — never a difference.
+async fn assert_end_judged(pool: &PgPool, run: uuid::Uuid, state: &str) {
+    let proofs: Vec<serde_json::Value> =
+        sqlx::query_scalar("SELECT detail FROM run_event WHERE run_id = $1 AND kind = 'end_proof' ORDER BY id")
+            .bind(run)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let last = proofs.last().unwrap_or_else(|| panic!("run {run} ended {state} without an end_proof event"));
+    if state == "succeeded" {
+        let words = last["words"].as_str().unwrap_or_default();
+        assert!(
+            last["proven"] == serde_json::json!(true) || words.starts_with("not proven by the broker's counts"),
+            "run {run} ended succeeded although its proof differs: {last}"
+        );
     }
 }
 
