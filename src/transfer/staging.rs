@@ -556,15 +556,10 @@ pub async fn refill_by_filter(
 /// The flush limit of an uncounted broker move: how many messages the broker moves per journal transaction.
 const UNCOUNTED_FLUSH: i32 = 500;
 
-/// The queue's `ScheduledCount`.
-async fn scheduled_count(mgmt: &BrokerManagement, queue: &ObjectName) -> Result<u64, StagingError> {
+/// The queue's `ScheduledCount`; `None` when the broker's answer is not a count.
+async fn scheduled_count(mgmt: &BrokerManagement, queue: &ObjectName) -> Result<Option<u64>, StagingError> {
     let v = mgmt.client().request(&Request::read(queue.clone(), &["ScheduledCount"])).await?;
-    v["ScheduledCount"].as_i64().filter(|n| *n >= 0).map(i64::unsigned_abs).ok_or_else(|| {
-        StagingError::Management(JolokiaError::BadAnswer {
-            node: mgmt.client().node().into(),
-            reason: format!("ScheduledCount is {}, not a count", v["ScheduledCount"]),
-        })
-    })
+    Ok(v["ScheduledCount"].as_i64().filter(|n| *n >= 0).map(i64::unsigned_abs))
 }
 
 /// Whether `queue` holds a scheduled message (a redelivery delay, or a scheduled delivery time) that a filter
@@ -576,8 +571,7 @@ async fn scheduled_could_match(
     queue: &ObjectName,
     t0_millis: Option<i64>,
 ) -> Result<bool, StagingError> {
-    let v = mgmt.client().request(&Request::read(queue.clone(), &["ScheduledCount"])).await?;
-    match (v["ScheduledCount"].as_i64(), t0_millis) {
+    match (scheduled_count(mgmt, queue).await?, t0_millis) {
         (Some(0), _) => Ok(false),
         (Some(_), Some(t0)) => match mgmt.list_scheduled_messages(queue).await {
             Ok(listed) => Ok(listed.iter().any(|m| {
@@ -822,7 +816,13 @@ pub async fn not_taken(
                 }
                 // The broker could not render the list (a NaN or infinite float property fails the whole JSON
                 // listing): every scheduled message is counted, an upper bound, rather than the finish failing.
-                Err(JolokiaError::Agent { .. }) => (scheduled_count(mgmt, source).await?, false),
+                Err(JolokiaError::Agent { .. }) => {
+                    let count = scheduled_count(mgmt, source).await?.ok_or_else(|| JolokiaError::BadAnswer {
+                        node: mgmt.client().node().into(),
+                        reason: "ScheduledCount is not a count".into(),
+                    })?;
+                    (count, false)
+                }
                 Err(e) => return Err(e.into()),
             };
             Ok(NotTaken {

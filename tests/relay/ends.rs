@@ -20,6 +20,16 @@ use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(240);
 
+/// A new empty queue on east-1 (`<label>_src…`) and one on west-1 (`<label>_dst…`).
+async fn empty_queues(label: &str) -> (String, String) {
+    let bed = TestBed::get();
+    let source = unique_name(&format!("{label}_src"));
+    let target = unique_name(&format!("{label}_dst"));
+    create_queue(bed.node("east-1"), &source).await;
+    create_queue(bed.node("west-1"), &target).await;
+    (source, target)
+}
+
 /// A Core connection to `node` as the test bed's user.
 async fn connect(node: &Node) -> artemis_core::Connection {
     let options = artemis_core::ConnectOptions::from_url(&node.core_url())
@@ -197,10 +207,7 @@ async fn a_move_on_one_node_strands_no_message_waiting_out_a_redelivery_delay() 
 async fn a_copy_copies_what_a_consumer_gives_back_behind_its_browser() {
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let source = unique_name("ends_released_src");
-    let target = unique_name("ends_released_dst");
-    create_queue(east, &source).await;
-    create_queue(bed.node("west-1"), &target).await;
+    let (source, target) = empty_queues("ends_released").await;
     let produce = Produce { count: 300, prefix: "ends_released-".into(), kinds: "text".into(), ..Produce::default() };
     fidelity::produce(east, &source, &produce).await;
     let ids: Vec<String> = (0..300).map(|i| format!("ends_released-{i}")).collect();
@@ -321,10 +328,7 @@ async fn send_core(node: &Node, queue: &str, prefix: &str, range: std::ops::Rang
 async fn a_move_recovers_from_a_crash_with_nan_properties_in_staging() {
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let source = unique_name("ends_nan_src");
-    let target = unique_name("ends_nan_dst");
-    create_queue(east, &source).await;
-    create_queue(bed.node("west-1"), &target).await;
+    let (source, target) = empty_queues("ends_nan").await;
     send_core(east, &source, "ends_nan-", 0..100, Stamp::OddFloats).await;
     let ids: Vec<String> = (0..100).map(|i| format!("ends_nan-{i}")).collect();
 
@@ -356,10 +360,7 @@ async fn a_move_recovers_from_a_crash_with_nan_properties_in_staging() {
 async fn a_foreign_consumer_on_staging_stops_the_run_in_words() {
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let source = unique_name("ends_foreign_src");
-    let target = unique_name("ends_foreign_dst");
-    create_queue(east, &source).await;
-    create_queue(bed.node("west-1"), &target).await;
+    let (source, target) = empty_queues("ends_foreign").await;
     let produce = Produce { count: 400, prefix: "ends_foreign-".into(), kinds: "text".into(), ..Produce::default() };
     fidelity::produce(east, &source, &produce).await;
     let ids: Vec<String> = (0..400).map(|i| format!("ends_foreign-{i}")).collect();
@@ -414,10 +415,7 @@ async fn a_copy_streams_a_body_larger_than_memory_allows() {
     const MIB: u64 = 1024 * 1024;
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let source = unique_name("ends_big_src");
-    let target = unique_name("ends_big_dst");
-    create_queue(east, &source).await;
-    create_queue(bed.node("west-1"), &target).await;
+    let (source, target) = empty_queues("ends_big").await;
     fidelity::produce(east, &source, &Produce { count: 10, prefix: "ends_big-".into(), ..Produce::default() }).await;
     let big = Produce {
         count: 1,
@@ -468,10 +466,7 @@ async fn beside_a_producer_that_sends_timestamp_zero(mode: artemis_transfer::tra
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
     let label = if mode == Mode::Move { "ends_ts0" } else { "ends_ts0_copy" };
-    let source = unique_name(&format!("{label}_src"));
-    let target = unique_name(&format!("{label}_dst"));
-    create_queue(east, &source).await;
-    create_queue(bed.node("west-1"), &target).await;
+    let (source, target) = empty_queues(label).await;
     send_core(east, &source, "ends_ts0-", 0..1_000, Stamp::Now).await;
     let ids: Vec<String> = (0..1_000).map(|i| format!("ends_ts0-{i}")).collect();
 
@@ -633,10 +628,7 @@ async fn an_orphan_with_nan_properties_returns_to_its_queue() {
 async fn a_move_ends_beside_scheduled_messages_with_nan_properties() {
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let source = unique_name("ends_nan_sched_src");
-    let target = unique_name("ends_nan_sched_dst");
-    create_queue(east, &source).await;
-    create_queue(bed.node("west-1"), &target).await;
+    let (source, target) = empty_queues("ends_nan_sched").await;
     send_core(east, &source, "ends_nan_sched-", 0..40, Stamp::OddFloats).await;
     send_core(east, &source, "ends_nan_sched_later-", 0..5, Stamp::OddFloatsScheduled).await;
     let ids: Vec<String> = (0..40).map(|i| format!("ends_nan_sched-{i}")).collect();
