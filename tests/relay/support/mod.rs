@@ -113,9 +113,15 @@ pub struct World {
 impl World {
     /// A fresh database, migrated, both clusters registered; `settings` overrides (key, JSON value).
     pub async fn new(label: &str, settings: &[(&str, serde_json::Value)]) -> World {
+        TestBed::require().await;
+        let url = testbed::postgres::fresh_database(label).await;
+        World::on_database(label, url, settings).await
+    }
+
+    /// Like [`World::new`] on the empty database at `url` (a private cluster a test may restart).
+    pub async fn on_database(label: &str, url: String, settings: &[(&str, serde_json::Value)]) -> World {
         let bed = TestBed::require().await;
         export_credentials(bed);
-        let url = testbed::postgres::fresh_database(label).await;
         let pool = sqlx::postgres::PgPoolOptions::new().max_connections(5).connect(&url).await.unwrap();
         let defaults = artemis_transfer::config::Config::from_sources(None, Vec::new()).unwrap().settings;
         artemis_transfer::jobs::migrate(&pool, &defaults, "test").await.unwrap();
