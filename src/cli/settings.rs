@@ -5,7 +5,9 @@
 //!
 //! A change needs no restart: the relay loads the settings before every batch, so a running run's next batch
 //! uses a new `batch_size` or `batch_bytes`; every claim reads `concurrent_runs`, and the permit function reads
-//! `node_calls_per_second` at every call. The defaults in `config/default.toml` only seed a database that has
+//! `node_calls_per_second` at every call. A new `batch_size` is safe mid-run (issue 14): a batch in doubt is
+//! settled with its own ids whatever the new size, staging is listed whole over Core (no browse page to outgrow),
+//! and no batch is ever larger than the target address's duplicate-id cache (ADR 0010). The defaults in `config/default.toml` only seed a database that has
 //! no value yet (`migrate`).
 //!
 //! Settings are deployment-wide, so a change is an admin command (SPEC §9): it needs `admin` on `*`, or nobody
@@ -50,6 +52,8 @@ pub enum SettingsCommand {
     Show,
     /// Change a setting (audited). Numbers as numbers, durations of *_secs keys as 600, 10m or 30s,
     /// batch_bytes as 67108864 or 64MiB, dmq_chain comma-separated, dmq_time_to_live_secs also as none.
+    /// Running runs use it from their next batch; a batch in doubt is settled first with its own messages, and
+    /// no batch exceeds the target address's duplicate-id cache, so changing batch_size mid-run is safe.
     Set {
         /// The setting (`settings show` lists them).
         key: String,

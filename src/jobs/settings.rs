@@ -19,7 +19,8 @@ use crate::jobs::store::record::{self, SettingRow};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// Messages per relay transaction; staging holds at most twice this.
+    /// Messages per relay transaction; staging holds at most twice this. Read before every batch (a change is
+    /// safe mid-run: see `cli::settings`); a batch never exceeds the target address's duplicate-id cache.
     pub batch_size: u32,
     /// Ceiling on one run's rate (durable pacing via `run_at`).
     pub messages_per_second: f64,

@@ -44,6 +44,22 @@ pub struct EndFacts {
     pub queue: QueueFacts,
 }
 
+impl EndFacts {
+    /// How many duplicate ids the end's node keeps for the queue's address; see [`duplicate_cache_size`].
+    pub fn duplicate_cache_size(&self) -> Option<i64> {
+        duplicate_cache_size(&self.node.as_ref()?.broker, self.queue.settings.as_ref())
+    }
+}
+
+/// How many duplicate ids a broker keeps for an address: the address setting's `id-cache-size` when it has one
+/// (per address from 2.31), else the broker-wide `id-cache-size`. `None`: unknown (the settings were not read).
+pub fn duplicate_cache_size(broker: &BrokerState, settings: Option<&AddressSettings>) -> Option<i64> {
+    match settings {
+        Some(s) => s.id_cache_size.or(broker.id_cache_size),
+        None => None,
+    }
+}
+
 /// Everything the preview evaluates.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {

@@ -825,12 +825,7 @@ fn check_duplicate_cache(
         None => f.unknown("duplicate-cache-unknown", "Whether the target's duplicate-id cache is persisted could not be read.".into()),
     }
     // The address setting overrides the broker-wide size (per-address id-cache-size, 2.31+).
-    let effective = match s.and_then(|s| s.id_cache_size) {
-        Some(size) => Some(size),
-        None if s.is_some() => node.broker.id_cache_size,
-        None => None,
-    };
-    match effective {
+    match crate::transfer::facts::duplicate_cache_size(&node.broker, s) {
         Some(size) if size <= 0 => f.ack(
             "duplicate-cache-off",
             format!("Duplicate detection is off for the target address {address} (id-cache-size {size}): a retried batch could be delivered twice."),

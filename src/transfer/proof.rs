@@ -29,6 +29,11 @@ use crate::broker::jolokia::{BrokerState, QueueState};
 /// its uptime are read in one request, but not in one instant.
 const SAME_START_TOLERANCE_MS: i64 = 5_000;
 
+/// Whether two readings of a broker's start ([`BrokerState::started_millis`]) are the same start.
+pub fn same_start(a: i64, b: i64) -> bool {
+    (a - b).abs() <= SAME_START_TOLERANCE_MS
+}
+
 /// How many extra passes a run makes when its end is not proven (a copy browses again, skipping what its ledger
 /// holds; a move refills again) before it ends Partial, saying what differs.
 pub const MAX_PASSES: u32 = 3;
@@ -51,7 +56,7 @@ impl SourceCount {
         Some(SourceCount {
             message_count: queue.message_count?,
             removed: queue.messages_acknowledged? + queue.messages_expired? + queue.messages_killed?,
-            broker_started_millis: broker.current_time_millis? - broker.uptime_millis?,
+            broker_started_millis: broker.started_millis()?,
         })
     }
 }
@@ -149,7 +154,7 @@ pub fn prove(selected: Option<i64>, at_t0: Option<SourceCount>, now: Option<Sour
     let (Some(t0), Some(now)) = (at_t0, now) else {
         return Proof::Unknowable("the source queue's counters could not be read at t0 and at the end".into());
     };
-    if (now.broker_started_millis - t0.broker_started_millis).abs() > SAME_START_TOLERANCE_MS {
+    if !same_start(now.broker_started_millis, t0.broker_started_millis) {
         return Proof::Unknowable(
             "the source broker restarted or failed over during the run, so its counters began again and what \
              consumers took meanwhile cannot be told apart from a loss"

@@ -257,10 +257,8 @@ async fn a_move_and_a_copy_under_every_fault_end_with_their_numbers_equal_to_the
             if states.len() == runs.len() {
                 for (run, (state, _)) in runs.iter().zip(&states) {
                     match state.as_str() {
-                        "interrupted" => {
-                            if actions::resume(&chaos.world.pool, *run, "tester", 10).await.is_ok() {
-                                resumes += 1;
-                            }
+                        "interrupted" if actions::resume(&chaos.world.pool, *run, "tester", 10).await.is_ok() => {
+                            resumes += 1;
                         }
                         "failed" | "partial" | "stopped" => {
                             panic!("run {run} ended {state} (worker logs in {})", chaos.world.log_dir.display())

@@ -16,3 +16,4 @@ mod paged;
 mod returns;
 mod staging;
 mod support;
+mod window;

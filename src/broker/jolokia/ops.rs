@@ -66,6 +66,12 @@ pub const BROKER_ATTRIBUTES: &[&str] = &[
 ];
 
 impl BrokerState {
+    /// When this broker process started, by its own clock (`CurrentTimeMillis − UptimeMillis`): another value
+    /// later means it restarted, or the node failed over to its backup.
+    pub fn started_millis(&self) -> Option<i64> {
+        Some(self.current_time_millis? - self.uptime_millis?)
+    }
+
     /// From a lenient read of [`BROKER_ATTRIBUTES`]: an attribute in error is unknown.
     pub fn from_read(v: &Value) -> BrokerState {
         BrokerState {

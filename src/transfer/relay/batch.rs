@@ -30,8 +30,9 @@ use super::ends::NodeAccess;
 use super::guard::{check_source_heap, check_target, recheck_before_commit, BatchSize, QueueView, TargetCheck};
 use super::spool::{Spool, SpoolFile};
 use super::state::{self, MoveRun, RefillIntent};
+use super::window::{self, Resend, Room};
 use super::{dmq, fault, MoveHandler, Phase, RelayConfig, RelayError};
-use crate::broker::jolokia::{ObjectName, QueueConfig, RoutingType};
+use crate::broker::jolokia::{BrokerState, ObjectName, QueueConfig, RoutingType};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::{self, Settings};
 use crate::transfer::gather::end_facts;
@@ -263,6 +264,22 @@ pub async fn relay(
         }
     }
 
+    // A batch in doubt is sent again only where the target's cache still holds what landed of it (window.rs).
+    if !still_in_doubt.is_empty() {
+        let target_broker = facts.node.as_ref().map(|n| &n.broker);
+        match window::resend(run.relay.window.as_ref(), target_broker) {
+            Resend::Safe => {}
+            Resend::Unknown(words) => return Err(RelayError::Transient(words)),
+            Resend::CacheLost => {
+                run.relay.in_doubt = still_in_doubt.clone();
+                run.counters.delivered += reconciled;
+                let started = target_broker.and_then(BrokerState::started_millis);
+                let held_in = format!("the staging queue {staging_queue} on {}", run.plan.source.node);
+                return stop_for_lost_cache(ctx, &mut run, started, &still_in_doubt, &held_in).await;
+            }
+        }
+    }
+
     if ctx.stop_requested && still_in_doubt.is_empty() {
         // Nothing left to settle: record what the reconcile learnt and stop.
         let mut tx = ctx.lease.begin().await?;
@@ -313,7 +330,8 @@ pub async fn relay(
         Err(e) => return Err(e.into()),
     };
     session.start().await?;
-    let limits = Limits { messages: batch_size as usize, bytes: settings.batch_bytes };
+    let cache = facts.duplicate_cache_size();
+    let limits = Limits { messages: window::batch_cap(batch_size, cache) as usize, bytes: settings.batch_bytes };
     let (received, bytes) = receive_batch(&mut consumer, spool, config, limits, None).await?;
     laps.lap("receive");
 
@@ -327,15 +345,25 @@ pub async fn relay(
     let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display()).await?;
     laps.lap("target-connect");
 
-    // 3. Record the batch's staging ids as in doubt, fenced, before anything is sent.
+    // 3. Record the batch's staging ids as in doubt, fenced, before anything is sent, counted into the target
+    // address's duplicate-id window — unless they could push another run's batch in doubt out of the target's
+    // cache: then they go back to staging and the run waits (window.rs).
     let batch_ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
     {
-        let mut doubt: Vec<i64> = still_in_doubt.clone();
-        doubt.extend(batch_ids.iter().copied().filter(|id| !still_in_doubt.contains(id)));
-        run.relay.in_doubt = doubt;
+        let new_ids: Vec<i64> = batch_ids.iter().copied().filter(|id| !still_in_doubt.contains(id)).collect();
+        let mut tx = ctx.lease.begin().await?;
+        let key = window::key(&run.plan.target);
+        let room = window::reserve(tx.conn(), run.id, &key, cache, new_ids.len() as i64).await?;
+        let started = facts.node.as_ref().and_then(|n| n.broker.started_millis());
+        if let Err(held) = room.apply(&mut run.relay, key, started, !still_in_doubt.is_empty()) {
+            drop(tx);
+            drop(consumer);
+            let _ = session.rollback().await;
+            return hold_back(ctx, &mut run, &settings, held).await;
+        }
+        run.relay.in_doubt = still_in_doubt.iter().copied().chain(new_ids).collect();
         run.counters.delivered += reconciled;
         reconciled = 0;
-        let mut tx = ctx.lease.begin().await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
     }
@@ -486,6 +514,44 @@ pub async fn relay(
         tracing::info!(run = %run.id, "settled the in-doubt batch before stopping");
     }
     Ok(Outcome::Committed(committed))
+}
+
+/// Stops a run whose batch in doubt cannot be sent again safely ([`window::Resend::CacheLost`]), naming its ids
+/// and where they are held. The batch's mark takes the target's new start, so a resume — the operator's word
+/// that the target does not hold them (any more) — sends them again.
+pub(crate) async fn stop_for_lost_cache(
+    ctx: &JobContext,
+    run: &mut MoveRun,
+    target_started: Option<i64>,
+    ids: &[i64],
+    held_in: &str,
+) -> Result<Outcome, RelayError> {
+    let words = window::cache_lost_words(run.id, &run.plan.target, ids, held_in);
+    if let Some(mark) = run.relay.window.as_mut() {
+        mark.target_started = target_started;
+    }
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    state::event(tx.conn(), run.id, "in_doubt_cache_lost", json!({ "ids": ids, "words": words })).await?;
+    tx.commit_progress().await?;
+    Ok(Outcome::Stop { reason: words })
+}
+
+/// A batch the duplicate-id window holds back (it is already rolled back to where it came from): the run waits
+/// for room, or retries when the target's cache could not be read.
+pub(crate) async fn hold_back(
+    ctx: &JobContext,
+    run: &mut MoveRun,
+    settings: &Settings,
+    room: Room,
+) -> Result<Outcome, RelayError> {
+    match room {
+        Room::Full(words) => wait_for_room(ctx, run, settings, words).await,
+        Room::Unknown(words) => Err(RelayError::Transient(words)),
+        Room::Open { .. } | Room::NoCache => {
+            Err(RelayError::Transient("the duplicate-id window held back a batch it had room for".into()))
+        }
+    }
 }
 
 /// The target end and the guard's facts about it. The end resolved recently is asked first, and the same

@@ -23,15 +23,17 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::batch::{
-    full_words, load, load_settings, outbound_batch, send_batch_proving, stop_outcome, target_facts, wait_for_room,
-    whole_queue_left, Received, SendFailure, TargetWatch,
+    full_words, hold_back, load, load_settings, outbound_batch, send_batch_proving, stop_for_lost_cache, stop_outcome,
+    target_facts, wait_for_room, whole_queue_left, Received, SendFailure, TargetWatch,
 };
 use super::dmq;
 use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize, TargetCheck};
 use super::state;
+use super::window::{self, Resend};
 use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use crate::broker::jolokia::BrokerState;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::RunState;
 use crate::transfer::outbound::{Origin, OutboundTarget};
@@ -53,8 +55,9 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
     if run.plan.mode != Mode::Copy {
         return Err(RelayError::Refused(format!("run {} is a move; a copy job cannot run it", run.id)));
     }
-    if ctx.stop_requested {
-        // Nothing is ever in doubt between a copy's batches: the ledger and the target's duplicate cache agree.
+    if ctx.stop_requested && run.relay.in_doubt.is_empty() {
+        // Nothing is in doubt between a copy's batches: the ledger and the target's duplicate cache agree. A batch
+        // sent before a crash but not in the ledger is settled first (one batch, below), then the run stops.
         return Ok(stop_outcome(&run));
     }
     if run.counters.selected.is_none() {
@@ -124,6 +127,8 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
 
         // Guard, as every move batch: the live target by NodeID, its queue, room and disk.
         let (target, facts) = target_facts(h, ctx, &run).await?;
+        let cache = facts.duplicate_cache_size();
+        let batch_size = batch_size.min(window::batch_cap(settings.batch_size.max(1), cache) as usize);
         let average =
             if run.counters.delivered > 0 { run.counters.delivered_bytes / run.counters.delivered } else { 1024 };
         let estimate = BatchSize {
@@ -175,6 +180,41 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         fault::reach("copy-browse");
         if received.is_empty() {
             break;
+        }
+
+        // Recorded in doubt, fenced, before it is sent, and counted into the target address's duplicate-id
+        // window: a crash after the target commit re-browses and re-sends these ids, and other runs must leave them
+        // in the target's cache until then (window.rs). Ids already in doubt keep where they began.
+        let batch_ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
+        let target_broker = facts.node.as_ref().map(|n| &n.broker);
+        if batch_ids.iter().any(|id| run.relay.in_doubt.contains(id)) {
+            // Sent again only where the target's cache still holds what landed of it.
+            match window::resend(run.relay.window.as_ref(), target_broker) {
+                Resend::Safe => {}
+                Resend::Unknown(words) => return Err(RelayError::Transient(words)),
+                Resend::CacheLost => {
+                    drop(browser);
+                    let in_doubt = run.relay.in_doubt.clone();
+                    let started = target_broker.and_then(BrokerState::started_millis);
+                    let held_in = format!("the source queue {} (a copy leaves them there)", run.plan.source.display());
+                    return stop_for_lost_cache(ctx, &mut run, started, &in_doubt, &held_in).await;
+                }
+            }
+        }
+        {
+            let carried = !run.relay.in_doubt.is_empty();
+            let new_ids: Vec<i64> = batch_ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(id)).collect();
+            let mut tx = ctx.lease.begin().await?;
+            let key = window::key(&run.plan.target);
+            let room = window::reserve(tx.conn(), run.id, &key, cache, new_ids.len() as i64).await?;
+            let started = target_broker.and_then(BrokerState::started_millis);
+            if let Err(held) = room.apply(&mut run.relay, key, started, carried) {
+                drop(tx);
+                return hold_back(ctx, &mut run, &settings, held).await;
+            }
+            run.relay.in_doubt.extend(new_ids);
+            state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+            tx.commit_progress().await?;
         }
 
         // Send in one target transaction (one by one after a duplicate), checked before its commit.
@@ -248,6 +288,7 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         if one_by_one {
             run.counters.one_by_one_batches += 1;
         }
+        run.relay.in_doubt.retain(|id| !batch_ids.contains(id));
         let mut tx = ctx.lease.begin().await?;
         ledger_add(tx.conn(), run.id, &ids).await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
@@ -265,7 +306,8 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             drop(browser);
             return Ok(Outcome::Stop { reason });
         }
-        let stop = tx.stop_requested();
+        // A stop requested before this slice began waited for this one batch, which re-sent what was in doubt.
+        let stop = tx.stop_requested() || ctx.stop_requested;
         tx.commit_progress().await?;
         fault::reach("copy-ledger");
         if stop {
@@ -284,6 +326,10 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
     }
 
     let next = if browsed_to_end { Phase::CopyFinish.job() } else { Phase::CopySlice.job() };
+    if browsed_to_end {
+        // Whatever is still in doubt was not found again on the source: it will not be sent again.
+        run.relay.in_doubt.clear();
+    }
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.complete_and_enqueue(&next).await?;

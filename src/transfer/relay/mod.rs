@@ -31,6 +31,7 @@ pub mod links;
 pub mod local;
 pub mod spool;
 pub mod state;
+pub mod window;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -44,6 +44,9 @@ pub struct RelayState {
     /// to a dead message queue and acknowledges them from staging: an in-doubt id gone from staging that is named
     /// here was dead-lettered, not delivered (see `dmq`'s module doc).
     pub dead_letter: Vec<i64>,
+    /// Where the batch in doubt began in its target address's count of sent duplicate ids (ADR 0010); kept
+    /// while `in_doubt` holds ids, so other runs into the address leave those ids in the target's cache.
+    pub window: Option<super::window::WindowMark>,
 }
 
 /// A refill's intent (SPEC §4.1): recorded, fenced, before the broker's move.
@@ -294,6 +297,11 @@ mod tests {
             foreign_consumer_since: None,
             retry_ids: vec![11],
             dead_letter: vec![4],
+            window: Some(super::super::window::WindowMark {
+                target: "west/west-1/q".into(),
+                start: 400,
+                target_started: Some(1_700_000_000_000),
+            }),
         };
         let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();
         assert_eq!(back, relay);

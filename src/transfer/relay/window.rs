@@ -1,0 +1,299 @@
+//! The duplicate-id window of a target address (ADR 0010).
+//!
+//! Exactly-once rests on the target's duplicate-id cache: a batch in doubt after a crash is sent again, and the
+//! cache drops what already landed. The cache is per address on a broker, a ring of `id-cache-size` ids shared by
+//! every run writing into the address, so another run can push a batch in doubt out of it before the batch is
+//! sent again — and then the batch lands twice.
+//!
+//! So every run counts the ids it is about to send into an address (`duplicate_id_window.sent`, one row per
+//! `cluster/node/address`), in the fenced transaction that records them in doubt, and the batch in doubt
+//! remembers where in that count it began ([`WindowMark`]). Before counting a new batch, a run checks every
+//! other run's batch in doubt on the address: the new ids must not be able to push its first id out of the ring
+//! ([`room`]). If they could, the run waits until that batch is settled (a taken-over run re-sends it within a
+//! lease), never doubling it.
+//!
+//! What this cannot see: producers outside this product that set duplicate ids on the same address share the
+//! ring too. The preview asks for a cache of at least 10 × the batch size for that reason.
+
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::state::RelayState;
+use crate::broker::jolokia::BrokerState;
+use crate::transfer::outbound::duplicate_id;
+use crate::transfer::plan::QueueRef;
+use crate::transfer::proof::same_start;
+
+/// Where a run's batch in doubt began in its target address's count of sent ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowMark {
+    /// `cluster/node/address` ([`key`]).
+    pub target: String,
+    /// The address's count of sent ids before the batch's own.
+    pub start: i64,
+    /// When the target broker had started ([`BrokerState::started_millis`]) as the batch was recorded in doubt:
+    /// a later start means a restart or failover, which a cache that is not persisted does not survive.
+    #[serde(default)]
+    pub target_started: Option<i64>,
+}
+
+/// The window's key for a target: its cluster, node and address. A failover keeps the node's name (and a shared
+/// store keeps a persisted cache), so it keeps the key.
+pub fn key(target: &QueueRef) -> String {
+    format!("{}/{}/{}", target.cluster, target.node, target.address())
+}
+
+/// Another run's batch in doubt on the same address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub run: Uuid,
+    /// Its [`WindowMark::start`].
+    pub start: i64,
+    /// How many ids it holds in doubt.
+    pub size: i64,
+}
+
+/// Whether the window has room for a run's next batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Room {
+    /// Send; the batch is counted from `start`.
+    Open { start: i64 },
+    /// Sending could push a batch in doubt out of the cache: wait. Words for the operator.
+    Full(String),
+    /// The address keeps no duplicate ids (`id-cache-size` 0, acknowledged at the preview): nothing to protect.
+    NoCache,
+    /// The cache's size could not be read: try again.
+    Unknown(String),
+}
+
+impl Room {
+    /// Applies the answer to the run's cursor: `Ok` to send — the batch's mark set, unless it carries ids
+    /// already in doubt, which keep where they began — or `Err` with the answer to hold the batch back.
+    /// `target_started`: the target broker's start as read for this batch.
+    pub fn apply(
+        self,
+        relay: &mut RelayState,
+        target: String,
+        target_started: Option<i64>,
+        carries_in_doubt: bool,
+    ) -> Result<(), Room> {
+        match self {
+            Room::Open { start } => {
+                let keep = carries_in_doubt && relay.window.as_ref().is_some_and(|w| w.target == target);
+                if !keep {
+                    relay.window = Some(WindowMark { target, start, target_started });
+                }
+                Ok(())
+            }
+            Room::NoCache => {
+                relay.window = None;
+                Ok(())
+            }
+            held => Err(held),
+        }
+    }
+}
+
+/// Whether a batch in doubt may be sent again to the target as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resend {
+    /// The target's cache still holds what landed (same broker start, or a persisted cache): send again.
+    Safe,
+    /// What is needed to tell could not be read: try again.
+    Unknown(String),
+    /// The target restarted or failed over since the batch was sent, and its cache is not persisted: what
+    /// landed would not be dropped. Never sent again blind.
+    CacheLost,
+}
+
+/// Decides [`Resend`] for the batch marked `mark` against the target broker as read now.
+pub fn resend(mark: Option<&WindowMark>, target: Option<&BrokerState>) -> Resend {
+    let Some(target) = target else {
+        return Resend::Unknown("the target broker did not answer".into());
+    };
+    match target.persist_id_cache {
+        // A persisted cache is reloaded from the journal on a restart, and a backup reads the same journal.
+        Some(true) => return Resend::Safe,
+        Some(false) => {}
+        None => {
+            return Resend::Unknown(
+                "whether the target broker persists its duplicate-id cache could not be read".into(),
+            )
+        }
+    }
+    let (Some(then), Some(now)) = (mark.and_then(|m| m.target_started), target.started_millis()) else {
+        return Resend::Unknown(
+            "whether the target broker restarted since the batch in doubt was sent could not be read (its uptime),              and its duplicate-id cache is not persisted"
+                .into(),
+        );
+    };
+    if same_start(then, now) {
+        Resend::Safe
+    } else {
+        Resend::CacheLost
+    }
+}
+
+/// The words of a run stopped because its batch in doubt cannot be sent again safely: which messages, where
+/// they are held, and what the operator can check before resuming (a resume sends them all again).
+pub fn cache_lost_words(run: Uuid, target: &QueueRef, ids: &[i64], held_in: &str) -> String {
+    let selector = ids.iter().map(|id| format!("'{}'", duplicate_id(run, *id))).collect::<Vec<_>>().join(", ");
+    format!(
+        "the target broker {node} restarted or failed over while {n} messages of this run were in doubt (sent to it,          their acknowledgement not recorded), and its duplicate-id cache is not persisted, so it would not drop those          that landed: sending them again could deliver them twice. They are held in {held_in}. Check the target          queue {queue} with the selector `_AMQ_DUPL_ID IN ({selector})`, remove what it finds there, then resume          the run: it sends them all once. To avoid this: <persist-id-cache>true</persist-id-cache> on the target          broker",
+        node = target.node,
+        n = ids.len(),
+        queue = target.display(),
+    )
+}
+
+/// At most how many messages one batch may hold so that, alone, it fits the address's cache (a batch larger than
+/// the cache pushes its own first ids out before it is settled).
+pub fn batch_cap(batch_size: u32, cache: Option<i64>) -> u32 {
+    match cache {
+        Some(cache) if cache > 0 => batch_size.min(u32::try_from(cache).unwrap_or(u32::MAX)).max(1),
+        _ => batch_size,
+    }
+}
+
+/// Whether `n` more ids may be counted into an address whose cache keeps `cache` ids, `sent` counted so far,
+/// while the batches `held` by other runs are in doubt there.
+///
+/// Ids enter the ring in the order they are sent. After a held batch `d` was counted, the ids sent after its
+/// first one are at most those counted since (`sent + n - d.start`, its own included) plus the batches counted
+/// before it whose sends were still to come — each of those is a batch in doubt at the time, so held:
+/// `Σ x.size` over held `x` with `x.start < d.start`. `d`'s first id stays in the ring while that is at most the
+/// cache's size.
+pub fn room(sent: i64, n: i64, cache: i64, held: &[Held]) -> Result<(), Held> {
+    for d in held {
+        let earlier: i64 = held.iter().filter(|x| x.start < d.start).map(|x| x.size).sum();
+        if sent + n - d.start + earlier > cache {
+            return Err(d.clone());
+        }
+    }
+    Ok(())
+}
+
+/// The words of a wait for the window.
+fn full_words(target: &str, cache: i64, blocking: &Held) -> String {
+    format!(
+        "the target address {target} remembers only {cache} duplicate ids, and sending this batch could push run {}'s \
+         {} messages in doubt out of them (they would be delivered twice when that run sends them again): waiting \
+         until that run settles them (it does within a lease of its worker stopping; resume or return it if it is \
+         stopped). A larger <id-cache-size> on the address lets runs share it without waiting",
+        blocking.run, blocking.size
+    )
+}
+
+/// Counts `new_ids` ids that `run` is about to send into `target` (inside the job's fenced transaction that
+/// records them in doubt), unless they could push another run's batch in doubt out of a cache of `cache` ids.
+/// The row is locked until the transaction ends, so two runs never count past each other.
+pub async fn reserve(
+    conn: &mut PgConnection,
+    run: Uuid,
+    target: &str,
+    cache: Option<i64>,
+    new_ids: i64,
+) -> Result<Room, sqlx::Error> {
+    let cache = match cache {
+        None => {
+            return Ok(Room::Unknown(format!(
+                "how many duplicate ids the target address {target} remembers could not be read"
+            )))
+        }
+        Some(c) if c <= 0 => return Ok(Room::NoCache),
+        Some(c) => c,
+    };
+    let sent: i64 = sqlx::query_scalar(
+        "INSERT INTO duplicate_id_window (target) VALUES ($1) \
+         ON CONFLICT (target) DO UPDATE SET updated_at = now() RETURNING sent",
+    )
+    .bind(target)
+    .fetch_one(&mut *conn)
+    .await?;
+    let held: Vec<(Uuid, Option<i64>, i32)> = sqlx::query_as(
+        "SELECT id, (relay->'window'->>'start')::bigint, jsonb_array_length(relay->'in_doubt') FROM transfer_run \
+         WHERE id <> $1 AND relay->'window'->>'target' = $2 \
+           AND jsonb_typeof(relay->'in_doubt') = 'array' AND jsonb_array_length(relay->'in_doubt') > 0",
+    )
+    .bind(run)
+    .bind(target)
+    .fetch_all(&mut *conn)
+    .await?;
+    let held: Vec<Held> = held
+        .into_iter()
+        .map(|(run, start, size)| Held { run, start: start.unwrap_or(0), size: i64::from(size) })
+        .collect();
+    if let Err(blocking) = room(sent, new_ids, cache, &held) {
+        return Ok(Room::Full(full_words(target, cache, &blocking)));
+    }
+    sqlx::query("UPDATE duplicate_id_window SET sent = sent + $2 WHERE target = $1")
+        .bind(target)
+        .bind(new_ids)
+        .execute(&mut *conn)
+        .await?;
+    Ok(Room::Open { start: sent })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(start: i64, size: i64) -> Held {
+        Held { run: Uuid::nil(), start, size }
+    }
+
+    #[test]
+    fn nothing_in_doubt_elsewhere_leaves_the_window_open() {
+        assert_eq!(room(1_000_000, 200, 1000, &[]), Ok(()));
+    }
+
+    #[test]
+    fn a_batch_may_fill_the_ring_up_to_the_first_id_of_one_in_doubt() {
+        // d counted at 100 (20 ids): 80 more after it plus 20 new = 100 ids after d's first: still there.
+        let d = held(100, 20);
+        assert_eq!(room(180, 20, 100, std::slice::from_ref(&d)), Ok(()));
+        assert_eq!(room(181, 20, 100, std::slice::from_ref(&d)), Err(d));
+    }
+
+    #[test]
+    fn a_batch_counted_earlier_but_sent_later_counts_against_a_later_one() {
+        // x counted at 0 (20 ids) may still be sending after d (counted at 20) sent: its 20 count after d's first.
+        let (x, d) = (held(0, 20), held(20, 20));
+        assert_eq!(room(40, 60, 100, &[x.clone(), d.clone()]), Ok(()));
+        assert!(room(40, 61, 100, &[x, d]).is_err());
+    }
+
+    fn broker(persisted: Option<bool>, started: i64) -> BrokerState {
+        BrokerState {
+            persist_id_cache: persisted,
+            current_time_millis: Some(started + 60_000),
+            uptime_millis: Some(60_000),
+            ..BrokerState::default()
+        }
+    }
+
+    fn mark(started: Option<i64>) -> WindowMark {
+        WindowMark { target: "west/west-1/q".into(), start: 0, target_started: started }
+    }
+
+    #[test]
+    fn a_batch_in_doubt_is_sent_again_unless_a_restart_lost_an_unpersisted_cache() {
+        let t = 1_700_000_000_000;
+        assert_eq!(resend(Some(&mark(Some(t))), Some(&broker(Some(true), t + 3_600_000))), Resend::Safe, "persisted");
+        assert_eq!(resend(Some(&mark(Some(t))), Some(&broker(Some(false), t + 1_000))), Resend::Safe, "same start");
+        assert_eq!(resend(Some(&mark(Some(t))), Some(&broker(Some(false), t + 60_000))), Resend::CacheLost);
+        assert!(matches!(resend(Some(&mark(None)), Some(&broker(Some(false), t))), Resend::Unknown(_)));
+        assert!(matches!(resend(None, Some(&broker(Some(false), t))), Resend::Unknown(_)));
+        assert!(matches!(resend(Some(&mark(Some(t))), Some(&broker(None, t))), Resend::Unknown(_)));
+        assert!(matches!(resend(Some(&mark(Some(t))), None), Resend::Unknown(_)));
+    }
+
+    #[test]
+    fn the_batch_cap_fits_the_cache() {
+        assert_eq!(batch_cap(200, Some(100)), 100);
+        assert_eq!(batch_cap(200, Some(20_000)), 200);
+        assert_eq!(batch_cap(200, Some(0)), 200, "no cache: nothing to fit");
+        assert_eq!(batch_cap(200, None), 200);
+    }
+}
