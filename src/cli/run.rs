@@ -272,7 +272,7 @@ pub fn show(v: &view::RunView) -> String {
 pub fn summary(c: &Counters) -> String {
     let selected = c.selected.map_or("unknown until the end".to_string(), |s| s.to_string());
     let mut words = format!(
-        "selected   {selected}\ndelivered  {} ({} bytes, {} batches)\nnot taken  {} (in delivery {}, scheduled {}, gone {})\n\
+        "selected   {selected}\ndelivered  {} ({} bytes, {} batches)\nnot taken  {} (in delivery {}, scheduled {}, gone {}, left by a return {})\n\
          to a DMQ   {}{}\nreturned   {}",
         c.delivered,
         c.delivered_bytes,
@@ -281,6 +281,7 @@ pub fn summary(c: &Counters) -> String {
         c.not_taken_in_delivery,
         c.not_taken_scheduled,
         c.not_taken_gone,
+        c.not_taken_left,
         c.dead_lettered,
         if c.dead_lettered > 0 { " (proven poison: on the source broker's dead message queue)" } else { "" },
         c.returned

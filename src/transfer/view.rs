@@ -185,8 +185,8 @@ impl RunView {
         if c.not_taken() > 0 {
             source.push_str(&format!("; {} selected but not {}", c.not_taken(), if copy { "copied" } else { "taken" }));
             source.push_str(&format!(
-                " (in delivery {}, scheduled {}, gone {})",
-                c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone
+                " (in delivery {}, scheduled {}, gone {}, left by a return {})",
+                c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone, c.not_taken_left
             ));
         }
         if c.returned > 0 {
@@ -416,7 +416,7 @@ mod tests {
         let v = RunView::build(&r, events, at(100));
         assert_eq!(v.rate, Some(2.0), "the rate runs to the end, not to now");
         assert_eq!(v.eta_secs, None);
-        assert!(v.nodes[0].outcome.contains("2 selected but not taken (in delivery 1, scheduled 1, gone 0)"));
+        assert!(v.nodes[0].outcome.contains("2 selected but not taken (in delivery 1, scheduled 1, gone 0, left by a return 0)"));
         assert_eq!(v.nodes[1].outcome, "removed with its address settings");
         assert!(v.nodes[2].outcome.contains("2 of them were already there"));
         assert!(v.notes.iter().any(|n| n.contains("1 batches were re-sent one message per transaction")));

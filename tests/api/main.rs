@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use testbed::TestBed;
 use uuid::Uuid;
 
-use support::{assert_exactly_once, census, source_and_target, World, OPERATOR};
+use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
 
 /// The service token of these tests (long enough for the server's minimum).
 const TOKEN: &str = "api-test-token-0123456789abcdef";
@@ -333,6 +333,9 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     let on_target = census(bed.node("west-1"), &target).await;
     let on_source = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &on_target, &[&on_source]);
+    // The run has ended (its `end` event): its numbers, as the run view shows them, are the census.
+    let (_, counters) = world.wait_run(run, &["succeeded"], Duration::from_secs(10)).await;
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &on_source));
 
     // An operator with no grant sees no such run: the same 404 as a run that does not exist.
     let (status, answer) = api.get(&path(""), "stranger").await;
@@ -395,6 +398,8 @@ async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
     let (status, answer) = api.post(&path("/stop"), OPERATOR, json!({})).await;
     assert!(matches!(status, StatusCode::OK | StatusCode::ACCEPTED), "{status} {answer}");
     world.wait_run(run, &["stopped"], Duration::from_secs(60)).await;
+    // What the return will put back: staging, while the run is stopped.
+    let in_staging = census(TestBed::get().node("east-1"), &format!("studio.transfer.{run}")).await;
 
     // A return needs the source queue's name typed; the refusal says what a return does.
     let (status, answer) = api.post(&path("/return"), OPERATOR, json!({})).await;
@@ -415,6 +420,7 @@ async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
     let expected: BTreeMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
     assert_eq!(each, expected, "every message once, on the source or the target");
     assert_eq!(on_target.len() as i64, counters.delivered);
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
     api.assert_no_secret();
 }
 

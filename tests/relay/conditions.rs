@@ -15,7 +15,8 @@ use testbed::jolokia::Jolokia;
 use testbed::{unique_name, Node, TestBed};
 
 use crate::support::{
-    assert_exactly_once, census, create_queue, management, queue_ref, source_and_target, wait_for, World,
+    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, source_and_target, wait_for,
+    Census, World,
 };
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::relay::state::Counters;
@@ -281,6 +282,8 @@ async fn full_target_waits_and_proceeds_when_drained(label: &str, policy: &str) 
     let on_source = census(bed.node("east-1"), &source).await;
     assert_each_once_across(&ids, &[&consumed, &left_on_target, &on_source]);
     assert!(on_source.is_empty(), "left on the source: {on_source:?}");
+    // What the test's consumer drained from the target was delivered there too.
+    assert_accounting(&counters, &Census::moved(&ids, &merged(&[&consumed, &left_on_target]), &on_source));
     assert!(!exists(bed.node("east-1"), &staging_of(run)).await, "staging is still on east-1");
 
     west.remove_address_settings(&target).await.unwrap();
@@ -335,6 +338,7 @@ async fn a_capacity_wait_that_runs_out_stops_the_run_and_return_puts_staging_bac
     let on_source_after = census(bed.node("east-1"), &source).await;
     assert_eq!(on_target_after, on_target, "the return changed the target");
     assert_each_once_across(&ids, &[&on_source_after, &on_target_after]);
+    assert_accounting(&counters, &Census::moved(&ids, &on_target_after, &on_source_after).returned(&in_staging));
     assert!(!exists(bed.node("east-1"), &staging_of(run)).await, "staging is still on east-1");
 
     west.remove_address_settings(&target).await.unwrap();
@@ -389,10 +393,13 @@ async fn a_target_deleted_mid_run_fails_the_run_and_loses_nothing() {
     assert!(!in_staging.is_empty() || !on_source.is_empty(), "the run had nothing left: the test shows nothing");
 
     actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
-    world.wait_run(run, &["returned"], RUN_LIMIT).await;
+    let (_, returned) = world.wait_run(run, &["returned"], RUN_LIMIT).await;
     let on_target_after = census_if_exists(west, &target).await;
     let on_source_after = census(bed.node("east-1"), &source).await;
     assert_each_once_across(&ids, &[&deleted_with_the_queue, &on_target_after, &on_source_after]);
+    // What the test deleted with the target queue had been delivered.
+    let delivered_ever = merged(&[&deleted_with_the_queue, &on_target_after]);
+    assert_accounting(&returned, &Census::moved(&ids, &delivered_ever, &on_source_after));
     assert!(!exists(bed.node("east-1"), &staging_of(run)).await, "staging is still on east-1");
 
     clean_up(bed.node("east-1"), &[&source]).await;
@@ -424,11 +431,12 @@ async fn a_target_disabled_mid_run_fails_the_run_and_loses_nothing() {
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
 
     actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
-    world.wait_run(run, &["returned"], RUN_LIMIT).await;
+    let (_, returned) = world.wait_run(run, &["returned"], RUN_LIMIT).await;
     let on_target_after = census(west, &target).await;
     let on_source_after = census(bed.node("east-1"), &source).await;
     assert_eq!(on_target_after, on_target, "the return changed the target");
     assert_each_once_across(&ids, &[&on_target_after, &on_source_after]);
+    assert_accounting(&returned, &Census::moved(&ids, &on_target_after, &on_source_after));
     assert!(!exists(bed.node("east-1"), &staging_of(run)).await, "staging is still on east-1");
 
     clean_up(bed.node("east-1"), &[&source]).await;
@@ -496,6 +504,10 @@ async fn scheduled_messages_are_not_taken_stay_on_the_source_and_are_counted() {
     let visible_on_source = census(east, &source).await;
     assert_each_once_across(&normal, &[&on_target, &visible_on_source]);
     assert!(visible_on_source.is_empty(), "{visible_on_source:?}");
+    // The selection is the 60 and the 12 scheduled ones, which a browse of the source cannot see.
+    let selected: Vec<String> = normal.iter().cloned().chain(expected_later.iter().cloned()).collect();
+    let unbrowsable = after["ScheduledCount"].as_i64().unwrap_or(0) as usize;
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &visible_on_source).unbrowsable(unbrowsable));
     assert!(!exists(east, &staging_of(stored.run_id)).await, "staging is still on east-1");
 
     clean_up(east, &[&source]).await;
@@ -576,6 +588,19 @@ async fn a_live_producer_cannot_keep_a_frozen_selection_from_ending() {
         "none of the live producer's messages from before t0 was moved"
     );
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
+    // The frozen selection: every message stamped at or before t0, wherever it is now.
+    let selected: Vec<String> = on_target
+        .iter()
+        .chain(on_source.iter())
+        .filter(|o| stamped(o) <= t0)
+        .map(|o| o.payload_id().expect("a payload id").to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_accounting(
+        &counters,
+        &Census::moved(&selected, &fidelity::census(&on_target), &fidelity::census(&on_source)),
+    );
     assert!(!exists(bed.node("east-1"), &staging_of(stored.run_id)).await, "staging is still on east-1");
 
     clean_up(bed.node("east-1"), &[&source]).await;

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use testbed::fidelity::{self, Observed, Produce};
 use testbed::{unique_name, TestBed};
 
-use crate::support::{create_queue, management, queue_ref, World};
+use crate::support::{assert_accounting, census, create_queue, management, queue_ref, Census, World};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
@@ -37,13 +37,14 @@ fn by_payload(observed: &[Observed], drop: &[&str]) -> BTreeMap<String, Value> {
     observed.iter().map(|o| (o.payload_id().unwrap().to_string(), o.without(drop))).collect()
 }
 
-/// The source is exactly as it was: same messages, same order, same bytes, same delivery counts.
-async fn assert_source_untouched(source: &str, before: &[Observed]) {
+/// The source is exactly as it was: same messages, same order, same bytes, same delivery counts. Returns its census.
+async fn assert_source_untouched(source: &str, before: &[Observed]) -> BTreeMap<String, usize> {
     let after = fidelity::browse(TestBed::get().node("east-1"), source).await;
     assert_eq!(after.len(), before.len(), "the source lost or gained messages");
     for (a, b) in after.iter().zip(before) {
         assert_eq!(a.0, b.0, "the source changed");
     }
+    fidelity::census(&after)
 }
 
 /// The target holds exactly `expected` (payload ids), each once, with the source's body, headers and
@@ -91,7 +92,8 @@ async fn a_whole_queue_copies_once_and_leaves_the_source_untouched() {
         let id = o.payload_id().unwrap();
         assert_eq!(o.0["properties"]["_studio_orig_message_id"]["value"].as_i64(), Some(source_ids[id]));
     }
-    assert_source_untouched(&source, &before).await;
+    let left = assert_source_untouched(&source, &before).await;
+    assert_accounting(&counters, &Census::copied(&ids, &fidelity::census(&on_target), &left));
     // The ledger is removed when the run ends.
     let ledger = artemis_transfer::transfer::relay::copy::ledger_size(&world.pool, stored.run_id).await.unwrap();
     assert_eq!(ledger, 0);
@@ -122,8 +124,9 @@ async fn a_filter_and_an_id_selection_copy_exactly_what_they_select() {
     assert!(!selected.is_empty() && selected.len() < 90);
     assert_eq!(state, "succeeded", "{counters:?}");
     assert_eq!(counters.delivered, selected.len() as i64, "{counters:?}");
-    assert_target_holds(&target, &before, &selected).await;
-    assert_source_untouched(&source, &before).await;
+    let on_target = fidelity::census(&assert_target_holds(&target, &before, &selected).await);
+    let left = assert_source_untouched(&source, &before).await;
+    assert_accounting(&counters, &Census::copied(&selected, &on_target, &left));
 
     // Ids: every seventh message, to a second target.
     let target2 = unique_name("copy_ids_dst");
@@ -138,8 +141,9 @@ async fn a_filter_and_an_id_selection_copy_exactly_what_they_select() {
     assert_eq!(state, "succeeded", "{counters:?}");
     let expected: Vec<String> = picked.iter().map(|o| o.payload_id().unwrap().to_string()).collect();
     assert_eq!(counters.delivered, expected.len() as i64, "{counters:?}");
-    assert_target_holds(&target2, &before, &expected).await;
-    assert_source_untouched(&source, &before).await;
+    let on_target = fidelity::census(&assert_target_holds(&target2, &before, &expected).await);
+    let left = assert_source_untouched(&source, &before).await;
+    assert_accounting(&counters, &Census::copied(&expected, &on_target, &left));
 }
 
 /// Copies 150 messages in batches of 20 with a worker that aborts the second time it passes `step`; a second
@@ -160,8 +164,9 @@ async fn copy_crash_after(step: &str) {
     let (state, counters) = world.wait_run(stored.run_id, &["succeeded"], RUN_LIMIT).await;
     assert_eq!(state, "succeeded", "{counters:?}");
     let ids: Vec<String> = before.iter().map(|o| o.payload_id().unwrap().to_string()).collect();
-    assert_target_holds(&target, &before, &ids).await;
-    assert_source_untouched(&source, &before).await;
+    let on_target = fidelity::census(&assert_target_holds(&target, &before, &ids).await);
+    let left = assert_source_untouched(&source, &before).await;
+    assert_accounting(&counters, &Census::copied(&ids, &on_target, &left));
     if step == "copy-target-commit" {
         // The batch committed on the target but not in the ledger came again and the target dropped it.
         assert!(counters.already_on_target > 0, "{counters:?}");
@@ -203,7 +208,7 @@ async fn a_copy_counts_what_the_browser_cannot_see_and_ends_partial() {
     world.execute(&stored).await;
     let (state, counters) = world.wait_run(stored.run_id, &["partial", "succeeded"], RUN_LIMIT).await;
     let ids: Vec<String> = before.iter().map(|o| o.payload_id().unwrap().to_string()).collect();
-    assert_target_holds(&target, &before, &ids).await;
+    let on_target = fidelity::census(&assert_target_holds(&target, &before, &ids).await);
     // As a move counts them (tests/relay/conditions.rs): sent before t0, scheduled after it, not copied.
     assert_eq!(state, "partial", "{counters:?}");
     assert_eq!(counters.delivered, 30, "{counters:?}");
@@ -211,5 +216,10 @@ async fn a_copy_counts_what_the_browser_cannot_see_and_ends_partial() {
     assert_eq!(counters.selected, Some(35), "{counters:?}");
     let mgmt = management(bed.node("east-1"));
     let mbean = mgmt.queue_mbean(&source, artemis_transfer::broker::jolokia::RoutingType::Anycast, &source);
-    assert_eq!(mgmt.list_scheduled_messages(&mbean).await.unwrap().len(), 5, "the scheduled messages were touched");
+    let scheduled = mgmt.list_scheduled_messages(&mbean).await.unwrap().len();
+    assert_eq!(scheduled, 5, "the scheduled messages were touched");
+    // The selection is the 30 and the 5 scheduled ones, which a browse of the source cannot see.
+    let selected: Vec<String> = ids.iter().cloned().chain((0..5).map(|i| format!("copy_sched-later-{i}"))).collect();
+    let left = census(bed.node("east-1"), &source).await;
+    assert_accounting(&counters, &Census::copied(&selected, &on_target, &left).unbrowsable(scheduled));
 }

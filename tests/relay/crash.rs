@@ -9,7 +9,9 @@ use serde_json::json;
 use testbed::fidelity::{self, Produce};
 use testbed::{unique_name, TestBed};
 
-use crate::support::{assert_exactly_once, census, create_queue, management, queue_ref, World};
+use crate::support::{
+    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, Census, World,
+};
 use artemis_transfer::transfer::Selection;
 
 /// Moves 120 messages in batches of 20 with a worker that aborts at the second time it passes `step`, then
@@ -58,6 +60,7 @@ async fn crash_after(step: &str, selection_by_ids: bool) {
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &on_target, &[&left]);
     assert_eq!(on_target.len(), 120);
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
     // The run shows the takeover.
     let events: Vec<String> = sqlx::query_scalar("SELECT kind FROM run_event WHERE run_id = $1 ORDER BY id")
         .bind(stored.run_id)

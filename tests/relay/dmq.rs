@@ -22,8 +22,8 @@ use testbed::{unique_name, Node, TestBed};
 use uuid::Uuid;
 
 use crate::support::{
-    assert_exactly_once, census, create_queue, management, queue_ref, register_scratch, scratch_node, World,
-    SCRATCH_CREDENTIALS,
+    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, register_scratch,
+    scratch_node, Census, World, SCRATCH_CREDENTIALS,
 };
 
 const RUN_LIMIT: Duration = Duration::from_secs(240);
@@ -240,6 +240,7 @@ async fn dmq_a_poison_message_among_1000_is_dead_lettered_with_its_reasons_and_t
     assert!(!on_target.contains_key(&poison_id), "the poison reached the target");
     assert!(left.is_empty(), "left on the source: {left:?}");
     assert_eq!(dmq_census, BTreeMap::from([(poison_id.clone(), 1)]), "the DMQ holds {dmq_census:?}");
+    assert_accounting(&counters, &Census::moved(&ids_of(&before), &on_target, &left).dead_letter(&dmq_census));
     assert!(Jolokia::new(east).message_count(&staging_of(run)).await.is_err(), "staging was not removed");
 
     let original = before.iter().find(|o| o.payload_id() == Some(poison_id.as_str())).unwrap();
@@ -282,8 +283,10 @@ async fn dmq_a_poison_message_alone_in_the_last_batch_is_dead_lettered() {
     let others: Vec<String> = ids_of(&before).into_iter().filter(|id| *id != poison_id).collect();
     let on_target = census(bed.node("west-1"), &target).await;
     let dmq = census_of(&mine(east, BUILT_IN, &prefix).await);
-    assert_exactly_once(&others, &on_target, &[&dmq, &census(east, &source).await]);
+    let left = census(east, &source).await;
+    assert_exactly_once(&others, &on_target, &[&dmq, &left]);
     assert_eq!(dmq, BTreeMap::from([(poison_id.clone(), 1)]), "the DMQ holds {dmq:?}");
+    assert_accounting(&counters, &Census::moved(&ids_of(&before), &on_target, &left).dead_letter(&dmq));
 
     clear_built_in(east, run).await;
     destroy(east, &[&source]).await;
@@ -331,6 +334,8 @@ async fn dmq_a_chain_whose_first_queues_refuse_falls_through_to_the_next() {
     assert_eq!(on_good, BTreeMap::from([(poison_id.clone(), 1)]), "the accepting DMQ holds {on_good:?}");
     assert_eq!(on_full, BTreeMap::from([(format!("{filler}0"), 1)]), "the full DMQ holds {on_full:?}");
     assert!(on_disabled.is_empty() && on_missing.is_empty(), "{on_disabled:?} {on_missing:?}");
+    let left = census(east, &source).await;
+    assert_accounting(&counters, &Census::moved(&ids_of(&before), &on_target, &left).dead_letter(&on_good));
     let dead = events(&world, run, "dead_lettered").await;
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0]["dmq"], json!(good), "{dead:?}");
@@ -391,10 +396,12 @@ async fn dmq_no_queue_accepting_stops_the_run_with_the_message_in_staging_and_it
 
     // Nothing is lost: a return puts staging back on the source, the poison with it.
     actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
-    world.wait_run(run, &["returned"], RUN_LIMIT).await;
+    let (_, returned) = world.wait_run(run, &["returned"], RUN_LIMIT).await;
     let on_source = census(east, &source).await;
     assert_eq!(on_source.get(&poison_id), Some(&1));
-    assert_exactly_once(&ids, &merge(&on_source, &census(bed.node("west-1"), &target).await), &[]);
+    let on_target = census(bed.node("west-1"), &target).await;
+    assert_exactly_once(&ids, &merge(&on_source, &on_target), &[]);
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
     destroy(east, &[&source]).await;
     destroy(bed.node("west-1"), &[&target]).await;
 }
@@ -439,6 +446,10 @@ async fn dmq_a_poison_message_in_a_copy_is_dead_lettered_once_and_not_copied_aga
     for (a, b) in after.iter().zip(&before) {
         assert_eq!(a.0, b.0, "the copy changed the source");
     }
+    assert_accounting(
+        &counters,
+        &Census::copied(&ids_of(&before), &on_target, &census_of(&after)).dead_letter(&census_of(&dmq)),
+    );
     let original = before.iter().find(|o| o.payload_id() == Some(poison_id.as_str())).unwrap();
     assert_dead_letter(&dmq[0], original, run, "SEND_FAILURE", &source, ("west", &target));
     assert_eq!(events(&world, run, "dead_lettered").await.len(), 1);
@@ -472,6 +483,7 @@ async fn dmq_a_crash_after_the_dmq_commit_counts_the_poison_once_as_dead_lettere
     let left = census(east, &source).await;
     assert_exactly_once(&others, &on_target, &[&dmq, &left]);
     assert_eq!(dmq, BTreeMap::from([(poison_id.clone(), 1)]));
+    assert_accounting(&counters, &Census::moved(&ids_of(&before), &on_target, &left).dead_letter(&dmq));
     let dead = events(&world, run, "dead_lettered").await;
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0]["reconciled"], json!(true), "{dead:?}");
@@ -563,8 +575,10 @@ async fn dmq_a_message_bigger_than_the_targets_journal_record_is_dead_lettered()
     let others: Vec<String> = ids_of(&before).into_iter().filter(|id| *id != big_id).collect();
     let on_target = census(&dst_node, &target).await;
     let dmq = mine(east, &good, &prefix).await;
-    assert_exactly_once(&others, &on_target, &[&census_of(&dmq), &census(east, &source).await]);
+    let left = census(east, &source).await;
+    assert_exactly_once(&others, &on_target, &[&census_of(&dmq), &left]);
     assert_eq!(census_of(&dmq), BTreeMap::from([(big_id.clone(), 1)]));
+    assert_accounting(&counters, &Census::moved(&ids_of(&before), &on_target, &left).dead_letter(&census_of(&dmq)));
     let exception = prop(&dmq[0], "_studio_dmq_exception").as_str().unwrap().to_string();
     eprintln!("dmq real refusal: reason {} exception {exception}", prop(&dmq[0], "_studio_dmq_reason"));
     assert!(exception.contains("AMQ149005"), "{exception}");
@@ -616,8 +630,10 @@ async fn dmq_a_large_poison_message_reaches_the_next_dmq_byte_equal_after_a_refu
     let on_target = census(bed.node("west-1"), &target).await;
     let dmq = mine(east, &good, &prefix).await;
     let on_full = census_of(&mine(east, &full, &prefix).await);
-    assert_exactly_once(&others, &on_target, &[&census_of(&dmq), &census(east, &source).await]);
+    let left = census(east, &source).await;
+    assert_exactly_once(&others, &on_target, &[&census_of(&dmq), &left]);
     assert_eq!(census_of(&dmq), BTreeMap::from([(poison_id.clone(), 1)]));
+    assert_accounting(&counters, &Census::moved(&ids_of(&before), &on_target, &left).dead_letter(&census_of(&dmq)));
     assert_eq!(on_full, BTreeMap::from([(format!("{filler}0"), 1)]), "the full DMQ holds {on_full:?}");
     assert_dead_letter(&dmq[0], &original, run, "SEND_FAILURE", &source, ("west", &target));
     assert_eq!(dmq[0].0["large"], json!(true), "{:?}", dmq[0]);

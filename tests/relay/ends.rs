@@ -15,7 +15,7 @@ use testbed::fidelity::{self, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::{unique_name, Node, TestBed};
 
-use crate::support::{census, create_queue, queue_ref, wait_for, World};
+use crate::support::{assert_accounting, census, create_queue, queue_ref, wait_for, Census, World};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(240);
@@ -172,6 +172,9 @@ async fn a_move_strands_no_message_waiting_out_a_redelivery_delay() {
     assert_eq!(counters.selected, Some(500), "{counters:?}");
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
     assert_eq!(counters.not_taken(), left, "{counters:?}");
+    let on_source = census(east, &source).await;
+    let waiting = scheduled_count(east, &source).await as usize;
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &on_source).unbrowsable(waiting));
     clean_up(east, &source, true).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }
@@ -199,6 +202,9 @@ async fn a_move_on_one_node_strands_no_message_waiting_out_a_redelivery_delay() 
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.selected, Some(200), "{counters:?}");
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
+    let on_source = census(east, &source).await;
+    let waiting = scheduled_count(east, &source).await as usize;
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &on_source).unbrowsable(waiting));
     clean_up(east, &source, true).await;
     clean_up(east, &target, false).await;
 }
@@ -240,6 +246,7 @@ async fn a_copy_copies_what_a_consumer_gives_back_behind_its_browser() {
     assert_eq!(counters.selected, Some(300), "{counters:?}");
     assert_eq!(counters.delivered, 300, "{counters:?}");
     assert_eq!(Jolokia::new(east).message_count(&source).await.unwrap(), 300, "the copy changed the source");
+    assert_accounting(&counters, &Census::copied(&ids, &on_target, &census(east, &source).await));
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }
@@ -268,6 +275,8 @@ async fn a_copy_creates_the_target_queue_its_preview_promised() {
     assert_eq!(state, "succeeded", "{counters:?}");
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 40, "{counters:?}");
+    let ids: Vec<String> = want.keys().cloned().collect();
+    assert_accounting(&counters, &Census::copied(&ids, &on_target, &census(east, &source).await));
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }
@@ -350,6 +359,7 @@ async fn a_move_recovers_from_a_crash_with_nan_properties_in_staging() {
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 100, "{counters:?}");
     assert_eq!(counters.selected, Some(100), "{counters:?}");
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &census(east, &source).await));
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }
@@ -402,6 +412,7 @@ async fn a_foreign_consumer_on_staging_stops_the_run_in_words() {
     assert_each_once(&ids, &both, "source and target together");
     assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
     assert_eq!(counters.returned, counters.staged - counters.delivered, "{counters:?}");
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &on_source));
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }
@@ -440,8 +451,12 @@ async fn a_copy_streams_a_body_larger_than_memory_allows() {
     assert_eq!(state, "succeeded", "{counters:?}");
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 11, "{counters:?}");
-    let after = bodies(&browse_all(bed.node("west-1"), &target, 11).await);
+    let seen = browse_all(bed.node("west-1"), &target, 11).await;
+    let after = bodies(&seen);
     assert_eq!(after, before, "the target's bodies differ from the source's");
+    let ids: Vec<String> = before.keys().cloned().collect();
+    let on_source = fidelity::census(&browse_all(east, &source, 11).await);
+    assert_accounting(&counters, &Census::copied(&ids, &fidelity::census(&seen), &on_source));
     assert!(peak_rss < 64 * MIB, "the worker's peak RSS was {} MiB: a large body was held in memory", peak_rss / MIB);
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
@@ -507,6 +522,13 @@ async fn beside_a_producer_that_sends_timestamp_zero(mode: artemis_transfer::tra
     let left = Jolokia::new(east).message_count(&source).await.unwrap();
     let kept = if mode == Mode::Move { 0 } else { 1_000 };
     assert_eq!(left, kept + i64::from(late), "every late message is still on the source");
+    // The late messages are not selected: the census counts the 1,000 only.
+    let on_source = census(east, &source).await;
+    let census_of_run = match mode {
+        Mode::Move => Census::moved(&ids, &on_target, &on_source),
+        Mode::Copy => Census::copied(&ids, &on_target, &on_source),
+    };
+    assert_accounting(&counters, &census_of_run);
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
 }
@@ -567,6 +589,7 @@ async fn a_copy_and_a_move_of_a_reloaded_paging_queue_with_large_messages_are_ex
     assert_eq!(state, "succeeded", "{counters:?}");
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 2_100, "{counters:?}");
+    assert_accounting(&counters, &Census::copied(&expected, &on_target, &census(&node, &queue).await));
 
     // Cold again, reloaded again: now a move.
     broker.kill().await;
@@ -582,6 +605,7 @@ async fn a_copy_and_a_move_of_a_reloaded_paging_queue_with_large_messages_are_ex
     assert_proven(&world, stored.run_id).await;
     assert_eq!(counters.delivered, 2_100, "{counters:?}");
     assert_eq!(Jolokia::new(&node).message_count(&queue).await.unwrap(), 0, "left on the source");
+    assert_accounting(&counters, &Census::moved(&expected, &on_target, &census(&node, &queue).await));
 
     clean_up(west, &copied_to, false).await;
     clean_up(west, &moved_to, false).await;
@@ -646,6 +670,12 @@ async fn a_move_ends_beside_scheduled_messages_with_nan_properties() {
     assert_eq!(counters.delivered, 40, "{counters:?}");
     assert_eq!(counters.not_taken_scheduled, 5, "{counters:?}");
     assert_eq!(Jolokia::new(east).message_count(&source).await.unwrap(), 5, "the scheduled ones stay");
+    // The selection is the 40 and the 5 scheduled ones, which a browse of the source cannot see.
+    let selected: Vec<String> =
+        ids.iter().cloned().chain((0..5).map(|i| format!("ends_nan_sched_later-{i}"))).collect();
+    let waiting = scheduled_count(east, &source).await as usize;
+    let on_source = census(east, &source).await;
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &on_source).unbrowsable(waiting));
     assert_proven(&world, stored.run_id).await;
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;

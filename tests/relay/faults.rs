@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use crate::support::process::WorkerProcess;
 use crate::support::{
-    assert_exactly_once, census, create_queue, management, queue_ref, register_scratch, scratch_node, wait_for, World,
-    SCRATCH_CREDENTIALS,
+    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, register_scratch,
+    scratch_node, wait_for, Census, World, SCRATCH_CREDENTIALS,
 };
 
 /// The run's state and counters now.
@@ -264,6 +264,7 @@ async fn zombie(catch: Catch) {
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &on_target, &[&left]);
     assert_eq!(on_target.len(), N as usize);
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
     assert_staging_removed(bed.node("east-1"), run).await;
     eprintln!(
         "{label}: takeover and progress {takeover_secs:.1} s after the stop, SIGCONT at {resumed_secs:.1} s; zombie \
@@ -302,6 +303,7 @@ async fn a_heartbeat_after_the_handlers_own_commit_strands_nothing() {
     runs::create(&world.pool, run, Some("test")).await.unwrap();
     runs::start(&world.pool, run, &spec.first_job(), "test", 10).await.unwrap();
     let started = Instant::now();
+    // A probe run of the job engine: it carries no messages, so there is no census to hold its numbers to.
     world.wait_run(run.0, &["succeeded"], Duration::from_secs(120)).await;
     let took = started.elapsed();
     let attempts: Vec<(i64, i32, String)> =
@@ -386,6 +388,7 @@ async fn random_kill9_of_workers_during_a_50000_message_move() {
     assert_exactly_once(&ids, &on_target, &[&left]);
     assert_eq!(on_target.len(), N as usize);
     assert!(left.is_empty(), "left on the source: {}", left.len());
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
     assert_staging_removed(bed.node("east-1"), run).await;
     let takeovers = events(&world.pool, run).await.iter().filter(|(kind, _)| kind == "lease_expired").count();
     assert!(takeovers > 0, "no kill hit a batch in flight ({kills} kills): the test proved nothing about takeovers");
@@ -516,6 +519,7 @@ async fn broker_fault(fault: BrokerFault) {
     let left = census(&src_node, &source).await;
     assert_exactly_once(&ids, &on_target, &[&left]);
     assert_eq!(on_target.len(), N as usize);
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
     assert_staging_removed(&src_node, run).await;
     let errors: Vec<String> = sqlx::query_scalar(
         "SELECT DISTINCT left(last_error, 160) FROM job WHERE run_id = $1 AND last_error IS NOT NULL",

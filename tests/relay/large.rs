@@ -15,7 +15,7 @@ use testbed::fidelity::{self, Observed, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::{unique_name, TestBed};
 
-use crate::support::{assert_exactly_once, create_queue, queue_ref, World};
+use crate::support::{assert_accounting, assert_exactly_once, create_queue, queue_ref, Census, World};
 use artemis_transfer::transfer::Selection;
 
 const MIB: u64 = 1024 * 1024;
@@ -171,6 +171,7 @@ async fn large_messages_move_byte_equal_with_bounded_worker_memory_and_spool() {
     let left = fidelity::browse(east, &source).await;
     println!("large: browsed the target in {:?}", browsed.elapsed());
     assert_exactly_once(&ids, &fidelity::census(&after), &[&fidelity::census(&left)]);
+    assert_accounting(&counters, &Census::moved(&ids, &fidelity::census(&after), &fidelity::census(&left)));
     let arrived = bodies(&after);
     let differ: Vec<&String> =
         expected.iter().filter(|(id, body)| arrived.get(*id) != Some(body)).map(|(id, _)| id).collect();

@@ -9,7 +9,9 @@ use serde_json::json;
 use testbed::fidelity::{self, Produce};
 use testbed::{unique_name, TestBed};
 
-use crate::support::{assert_exactly_once, census, create_queue, management, queue_ref, wait_for, World};
+use crate::support::{
+    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, wait_for, Census, World,
+};
 use artemis_transfer::broker::jolokia::RoutingType;
 use artemis_transfer::transfer::actions::{self, ActionError};
 use artemis_transfer::transfer::Selection;
@@ -80,6 +82,7 @@ async fn a_whole_queue_moves_on_one_node_in_chunks() {
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &fidelity::census(&on_target), &[&left]);
     assert!(left.is_empty(), "left on the source: {left:?}");
+    assert_accounting(&counters, &Census::moved(&ids, &fidelity::census(&on_target), &left));
     // The broker's own move: its bookkeeping names the source, and nothing of the relay's trace is there.
     for o in &on_target {
         let props = &o.0["properties"];
@@ -127,6 +130,7 @@ async fn a_filter_moves_on_one_node_only_what_it_selects() {
     assert_exactly_once(&selected, &on_target, &[&left]);
     assert_exactly_once(&rest, &left, &[&on_target]);
     assert_eq!(on_target.len(), 50);
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &left));
     assert_never_staged(&world, "east-1", stored.run_id).await;
     destroy("east-1", &[&source, &target]).await;
 }
@@ -170,6 +174,8 @@ async fn ids_move_on_one_node_exactly_the_messages_named() {
     assert_exactly_once(&chosen_payloads, &on_target, &[&left]);
     assert_eq!(on_target.len(), chosen_payloads.len());
     assert_eq!(left.len(), 60 - chosen_payloads.len());
+    // The id that is not on the queue is selected, gone, and seen by no census.
+    assert_accounting(&counters, &Census::moved(&chosen_payloads, &on_target, &left).gone(1));
     assert_never_staged(&world, "east-1", stored.run_id).await;
     destroy("east-1", &[&source, &target]).await;
 }
@@ -219,6 +225,7 @@ async fn a_move_on_one_node_stops_between_chunks_and_resumes() {
     let on_target = census(bed.node("east-1"), &target).await;
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &on_target, &[&left]);
+    assert_accounting(&done, &Census::moved(&ids, &on_target, &left));
     destroy("east-1", &[&source, &target]).await;
 }
 
@@ -260,6 +267,8 @@ async fn crash_between_move_and_count(by_ids: bool) {
     assert_eq!(counters.not_taken(), 0, "{counters:?}");
     // What was selected is what the broker counted at t0, whatever became of the count (issue 13).
     assert_eq!(counters.selected, Some(120), "{counters:?}");
+    // Each uncertain message is on the target or still on the source: the census places them, within `uncertain`.
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
     let kinds = events(&world, stored.run_id).await;
     assert!(kinds.contains(&"local_move_settled".to_string()), "{kinds:?}");
     destroy("east-1", &[&source, &target]).await;
@@ -304,6 +313,7 @@ async fn redistribute_to_another_node_of_the_cluster() {
     let on_east1 = census(bed.node("east-1"), &queue).await;
     assert_exactly_once(&ids, &fidelity::census(&on_east2), &[&on_east1]);
     assert!(on_east1.is_empty(), "left on east-1: {on_east1:?}");
+    assert_accounting(&counters, &Census::moved(&ids, &fidelity::census(&on_east2), &on_east1));
     // Sent to the FQQN of east-2's queue, so the cluster did not route it elsewhere.
     for o in &on_east2 {
         assert_eq!(o.0["properties"]["_studio_orig_node"]["value"], json!("east-1"), "{o:?}");

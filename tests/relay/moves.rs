@@ -7,7 +7,9 @@ use serde_json::json;
 use testbed::fidelity;
 use testbed::TestBed;
 
-use crate::support::{assert_exactly_once, census, management, queue_ref, source_and_target, World};
+use crate::support::{
+    assert_accounting, assert_exactly_once, census, management, queue_ref, source_and_target, Census, World,
+};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
@@ -68,6 +70,7 @@ async fn a_whole_queue_moves_across_clusters_exactly_once_in_order() {
     let on_target = fidelity::browse(bed.node("west-1"), &target).await;
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&ids, &fidelity::census(&on_target), &[&left]);
+    assert_accounting(&counters, &Census::moved(&ids, &fidelity::census(&on_target), &left));
     assert_staging_removed(stored.run_id).await;
     assert_run_view(&world, stored.run_id, &source, &target).await;
 
@@ -113,6 +116,7 @@ async fn a_filter_moves_only_what_it_selects() {
     let left = census(bed.node("east-1"), &source).await;
     assert_exactly_once(&selected, &on_target, &[&left]);
     assert_exactly_once(&rest, &left, &[&on_target]);
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &left));
     assert_staging_removed(stored.run_id).await;
 }
 
@@ -154,4 +158,6 @@ async fn ids_move_exactly_the_messages_named() {
     assert_exactly_once(&chosen_payloads, &on_target, &[&left]);
     assert_eq!(on_target.len(), chosen_payloads.len());
     assert_eq!(left.len(), 50 - chosen_payloads.len());
+    // The id that is not on the queue is selected, gone, and seen by no census.
+    assert_accounting(&counters, &Census::moved(&chosen_payloads, &on_target, &left).gone(1));
 }

@@ -8,14 +8,22 @@ use serde_json::json;
 
 use testbed::TestBed;
 
-use crate::support::{census, management, queue_ref, source_and_target_of, World};
+use std::collections::BTreeMap;
+
+use crate::support::{assert_accounting, census, management, queue_ref, source_and_target_of, Census, World};
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::Selection;
 
 const LIMIT: Duration = Duration::from_secs(300);
 
-/// Every payload id is on the source or on the target exactly once in all, and staging is gone.
-async fn assert_each_once_on_source_or_target(run: uuid::Uuid, source: &str, target: &str, ids: &[String]) {
+/// Every payload id is on the source or on the target exactly once in all, and staging is gone. Returns the census
+/// of the source and of the target.
+async fn assert_each_once_on_source_or_target(
+    run: uuid::Uuid,
+    source: &str,
+    target: &str,
+    ids: &[String],
+) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
     let bed = TestBed::get();
     let on_source = census(bed.node("east-1"), source).await;
     let on_target = census(bed.node("west-1"), target).await;
@@ -30,6 +38,7 @@ async fn assert_each_once_on_source_or_target(run: uuid::Uuid, source: &str, tar
     let staging = format!("studio.transfer.{run}");
     let queues = management(bed.node("east-1")).queues().await.unwrap();
     assert!(!queues.iter().any(|(_, _, q)| q == &staging), "{staging} is still on east-1");
+    (on_source, on_target)
 }
 
 async fn delivered(world: &World, run: uuid::Uuid) -> i64 {
@@ -58,15 +67,18 @@ async fn a_stopped_move_returns_what_staging_holds() {
     actions::stop(&world.pool, stored.run_id, "test", "tester").await.unwrap();
     let (_, stopped) = world.wait_run(stored.run_id, &["stopped"], LIMIT).await;
     assert!(stopped.delivered >= 60 && stopped.delivered < 300, "{stopped:?}");
+    // What the return will put back.
+    let in_staging = census(TestBed::get().node("east-1"), &format!("studio.transfer.{}", stored.run_id)).await;
 
     actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
     let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
     assert_eq!(returned.delivered, stopped.delivered, "a return delivers nothing new: {returned:?}");
     assert!(returned.returned > 0, "staging held messages when the run stopped: {returned:?}");
-    assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    let (on_source, _) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
     // What the target holds is exactly what the run counted as delivered.
     let on_target = census(TestBed::get().node("west-1"), &target).await;
     assert_eq!(on_target.len() as i64, returned.delivered);
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
 }
 
 #[tokio::test]
@@ -133,7 +145,8 @@ async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target
     actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
     let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
     assert_eq!(returned.delivered, 20, "the settled batch is delivered: {returned:?}");
-    assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source));
 }
 
 #[tokio::test]
@@ -151,6 +164,8 @@ async fn a_worker_that_dies_during_a_return_is_replaced() {
     .await;
     actions::stop(&world.pool, stored.run_id, "test", "tester").await.unwrap();
     world.wait_run(stored.run_id, &["stopped"], LIMIT).await;
+    // What the return will put back.
+    let in_staging = census(TestBed::get().node("east-1"), &format!("studio.transfer.{}", stored.run_id)).await;
     let w1 = world.workers.remove(0);
     w1.stop().await;
 
@@ -161,11 +176,12 @@ async fn a_worker_that_dies_during_a_return_is_replaced() {
     world.spawn_worker("rescuer", &[]).await;
     let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
     assert!(returned.delivered >= 40, "{returned:?}");
-    assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
     // The run's numbers are the census: what reached the target was delivered, and everything else that entered
     // staging was returned — the crash lost the broker's answer, not the count.
     let bed = TestBed::get();
     assert_eq!(crate::support::census(bed.node("west-1"), &target).await.len() as i64, returned.delivered);
     assert!(returned.returned > 0, "{returned:?}");
     assert_eq!(returned.returned, returned.staged - returned.delivered - returned.dead_lettered, "{returned:?}");
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
 }

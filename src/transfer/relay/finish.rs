@@ -137,13 +137,17 @@ pub(crate) fn prove_end(run: &MoveRun, now: Option<SourceCount>, moved_out_by_ru
 pub(crate) fn end_words(c: &state::Counters, verb: &str, proof: &Proof, verdict: &Verdict) -> Vec<String> {
     let mut words = Vec::new();
     if c.not_taken() > 0 {
-        words.push(format!(
-            "{} selected messages were not {verb} ({} in delivery to a consumer, {} scheduled for later, {} gone)",
-            c.not_taken(),
-            c.not_taken_in_delivery,
-            c.not_taken_scheduled,
-            c.not_taken_gone
-        ));
+        let causes: Vec<String> = [
+            (c.not_taken_in_delivery, "in delivery to a consumer"),
+            (c.not_taken_scheduled, "scheduled for later"),
+            (c.not_taken_gone, "gone"),
+            (c.not_taken_left, "left on the source by a return"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, why)| format!("{n} {why}"))
+        .collect();
+        words.push(format!("{} selected messages were not {verb} ({})", c.not_taken(), causes.join(", ")));
     }
     if c.dead_lettered > 0 {
         words.push(format!("{} were dead-lettered", c.dead_lettered));
@@ -195,8 +199,10 @@ pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayC
     }
     let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
     let Some(staging_queue) = run.staging_queue.clone() else {
-        // Nothing was ever staged: nothing to return.
+        // Nothing was ever staged: nothing to return, everything selected is still on the source.
+        count_left_on_source(&mut run.counters);
         let mut tx = ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.complete_and_end_run(RunState::Returned, None).await?;
         return Ok(Outcome::Committed(tx.commit().await?));
     };
@@ -229,6 +235,7 @@ pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayC
         staging::remove(&source.mgmt, &spec, false).await?;
     }
     let _ = source_conn.close().await;
+    count_left_on_source(&mut run.counters);
 
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
@@ -236,11 +243,25 @@ pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayC
         tx.conn(),
         run.id,
         "returned",
-        json!({ "returned": run.counters.returned, "delivered": run.counters.delivered }),
+        json!({
+            "returned": run.counters.returned,
+            "delivered": run.counters.delivered,
+            "left_on_source": run.counters.selected.map(|_| run.counters.not_taken_left),
+        }),
     )
     .await?;
     tx.complete_and_end_run(RunState::Returned, None).await?;
     Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// A returned run's selection adds up (SPEC §7, I2): what it never took out of the source — the run was stopped
+/// before it reached them — is counted as not taken, left on the source. `selected` is the count at t0 (never
+/// recomputed); when that is unknown, so is what was left, and the counter stays 0.
+fn count_left_on_source(c: &mut state::Counters) {
+    c.not_taken_left = 0;
+    if let Some(selected) = c.selected {
+        c.not_taken_left = (selected - c.delivered - c.dead_lettered - c.returned - c.not_taken()).max(0);
+    }
 }
 
 /// Re-relays the in-doubt messages still in staging to the target (each lands once: the target's duplicate

@@ -79,6 +79,10 @@ pub struct Counters {
     pub not_taken_scheduled: i64,
     /// Selected but not taken: gone from the source before the run reached them (an id selection).
     pub not_taken_gone: i64,
+    /// Selected but not taken: left on the source because the run was returned before it reached them (what the
+    /// selection counted at t0 leaves after everything the run delivered, dead-lettered, returned or found not
+    /// takeable; counted at the return's end).
+    pub not_taken_left: i64,
     /// Sent to a dead message queue.
     pub dead_lettered: i64,
     /// Put back on the source by a return.
@@ -106,7 +110,7 @@ pub struct Counters {
 impl Counters {
     /// Everything not taken.
     pub fn not_taken(&self) -> i64 {
-        self.not_taken_in_delivery + self.not_taken_scheduled + self.not_taken_gone
+        self.not_taken_in_delivery + self.not_taken_scheduled + self.not_taken_gone + self.not_taken_left
     }
 }
 

@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 #[path = "../../jobs/support/process.rs"]
 pub mod process;
+#[allow(dead_code)]
+pub mod west;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -340,4 +342,228 @@ pub async fn register_scratch(world: &World, cluster: &str, broker: &ScratchBrok
     let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
     assert_eq!(nodes.len(), 1, "{nodes:?}");
     store::add(&world.pool, &Cluster { name: cluster.into(), credentials_ref: "scratch".into(), nodes }).await.unwrap();
+}
+
+// The run's own numbers against the census (issue 13, SPEC §7 I2).
+
+/// What the Java client's census found of a run's selection once the run ended, for [`assert_accounting`].
+/// Made by [`Census::moved`] or [`Census::copied`]; the builder methods add what a test has besides.
+///
+/// Every count is over the selection's payload ids only (a queue's other messages do not count), with
+/// multiplicity: a message seen twice counts twice, so a double shows as a difference.
+#[derive(Clone, Copy)]
+pub struct Census<'a> {
+    /// A move (the source gives its messages up) or a copy (the source keeps them).
+    pub mode: Mode,
+    /// The payload ids of the selected messages, each once.
+    pub selected: &'a [String],
+    /// The target queue's census (merged with what a test drained or deleted from it meanwhile).
+    pub target: &'a BTreeMap<String, usize>,
+    /// The source queue's census after the run.
+    pub source: &'a BTreeMap<String, usize>,
+    /// Selected messages still on the source that a browse cannot show (scheduled for later, waiting out a
+    /// redelivery delay, in delivery to a consumer), counted by the test from the broker (`ScheduledCount`, a
+    /// listing). Counted as on the source.
+    pub unbrowsable: usize,
+    /// Selected messages on no queue at all (an id selection naming a message that is not on the source): part of
+    /// the selection, never seen by a census, and what the run counts as not taken (gone).
+    pub gone: usize,
+    /// The census of the dead message queue the run used, when the test has one; without one nothing may be
+    /// dead-lettered.
+    pub dead_letter: Option<&'a BTreeMap<String, usize>>,
+    /// For a returned run: the census of its staging queue taken while it was stopped, just before the return,
+    /// i.e. what the return put back. Without it, returned and not taken are judged together against the source.
+    pub returned: Option<&'a BTreeMap<String, usize>>,
+    /// Whether the run knows its selection's size (`Counters::selected` is then the selection's size). False only
+    /// where the preview could not count it (a filter on a queue deeper than its browse page).
+    pub size_known: bool,
+}
+
+impl<'a> Census<'a> {
+    /// A move of `selected`, with the target's and the source's census.
+    pub fn moved(
+        selected: &'a [String],
+        target: &'a BTreeMap<String, usize>,
+        source: &'a BTreeMap<String, usize>,
+    ) -> Census<'a> {
+        Census {
+            mode: Mode::Move,
+            selected,
+            target,
+            source,
+            unbrowsable: 0,
+            gone: 0,
+            dead_letter: None,
+            returned: None,
+            size_known: true,
+        }
+    }
+
+    /// A copy of `selected`, with the target's and the source's census.
+    pub fn copied(
+        selected: &'a [String],
+        target: &'a BTreeMap<String, usize>,
+        source: &'a BTreeMap<String, usize>,
+    ) -> Census<'a> {
+        Census { mode: Mode::Copy, ..Census::moved(selected, target, source) }
+    }
+
+    /// With the census of the dead message queue.
+    pub fn dead_letter(self, dmq: &'a BTreeMap<String, usize>) -> Census<'a> {
+        Census { dead_letter: Some(dmq), ..self }
+    }
+
+    /// With the census of staging taken just before a return (what the return put back).
+    pub fn returned(self, staging: &'a BTreeMap<String, usize>) -> Census<'a> {
+        Census { returned: Some(staging), ..self }
+    }
+
+    /// With `n` selected messages on the source that a browse cannot show.
+    pub fn unbrowsable(self, n: usize) -> Census<'a> {
+        Census { unbrowsable: n, ..self }
+    }
+
+    /// With `n` selected ids that are on no queue.
+    pub fn gone(self, n: usize) -> Census<'a> {
+        Census { gone: n, ..self }
+    }
+
+    /// The selection's size is not known to the run.
+    pub fn size_unknown(self) -> Census<'a> {
+        Census { size_known: false, ..self }
+    }
+
+    /// How many of the selected ids `census` holds, with multiplicity.
+    fn count(&self, census: &BTreeMap<String, usize>) -> i64 {
+        self.selected.iter().map(|id| census.get(id).copied().unwrap_or(0) as i64).sum()
+    }
+}
+
+/// Asserts that a run's own numbers (`Counters`, as [`World::wait_run`] returned them at the run's end) equal the
+/// census (SPEC §7 I2), for the selection's payload ids; on failure it shows the run's numbers and the census's side
+/// by side.
+///
+/// - `selected` is the selection's size (ids, plus those `gone`), unless the census says the run cannot know it.
+/// - `delivered` is what the target holds of the selection; for a copy, what was copied. `already_on_target` is part
+///   of `delivered` (kept once by the target's duplicate cache) and is not judged apart.
+/// - A move: not taken (the `not_taken_*` counters) plus `returned` is what is still on the source (plus the
+///   `unbrowsable` and the `gone`); with the staging census of a return, `returned` is that census and not taken the
+///   rest. A copy: the source still holds each selected message once (or unbrowsable), and `returned` is 0.
+/// - `dead_lettered` is what the dead message queue holds of the selection (0 without one).
+/// - delivered + dead-lettered + not taken + returned = selected.
+/// - A move on one node whose worker lost the broker's answer counts up to `uncertain` messages it cannot place: each
+///   is on the target or still on the source, so the target holds between `delivered` and `delivered + uncertain`,
+///   the source between not taken and not taken + `uncertain`, and the sum lies as far below the selection. With
+///   `uncertain` 0 every one of these is an equality.
+pub fn assert_accounting(counters: &Counters, census: &Census) {
+    let selected = census.selected.len() as i64 + census.gone as i64;
+    let on_target = census.count(census.target);
+    let on_source = census.count(census.source) + census.unbrowsable as i64 + census.gone as i64;
+    let on_dmq = census.dead_letter.map(|d| census.count(d)).unwrap_or(0);
+    let returned_ids = census.returned.map(|r| census.count(r));
+    let c = counters;
+    let (not_taken, uncertain) = (c.not_taken(), c.uncertain);
+    let sum = c.delivered + c.dead_lettered + not_taken + c.returned;
+    let within = |value: i64, low: i64, slack: i64| value >= low && value <= low + slack;
+    let mut wrong: Vec<String> = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            wrong.push(what);
+        }
+    };
+
+    if census.size_known {
+        check(c.selected == Some(selected), format!("selected {:?} is not the selection's {selected}", c.selected));
+    } else if let Some(n) = c.selected {
+        check(n == selected, format!("selected {n} is not the selection's {selected}"));
+    }
+    check(
+        c.dead_lettered == on_dmq,
+        format!("dead_lettered {} but the dead message queue holds {on_dmq} of the selection", c.dead_lettered),
+    );
+    match census.mode {
+        Mode::Move => {
+            check(
+                within(on_target, c.delivered, uncertain),
+                format!("delivered {} (uncertain {uncertain}) but the target holds {on_target}", c.delivered),
+            );
+            match returned_ids {
+                Some(back) => {
+                    check(c.returned == back, format!("returned {} but the return put back {back}", c.returned));
+                    check(
+                        within(on_source - back, not_taken, uncertain),
+                        format!(
+                            "not taken {not_taken} but the source holds {} of the selection besides the {back} returned",
+                            on_source - back
+                        ),
+                    );
+                }
+                None => check(
+                    within(on_source, not_taken + c.returned, uncertain),
+                    format!(
+                        "not taken {not_taken} + returned {} but the source holds {on_source} of the selection",
+                        c.returned
+                    ),
+                ),
+            }
+            check(
+                within(selected, sum, uncertain),
+                format!(
+                    "delivered + dead-lettered + not taken + returned = {sum} (uncertain {uncertain}), not the \
+                     selection's {selected}"
+                ),
+            );
+        }
+        Mode::Copy => {
+            check(
+                c.delivered == on_target,
+                format!("copied (delivered) {} but the target holds {on_target}", c.delivered),
+            );
+            let doubled: Vec<&String> = census.selected.iter().filter(|id| census.source.get(*id) > Some(&1)).collect();
+            check(
+                on_source == selected && doubled.is_empty(),
+                format!("the source holds {on_source} of the selection's {selected} (doubled: {doubled:?})"),
+            );
+            check(c.returned == 0, format!("a copy returned {}", c.returned));
+            check(c.uncertain == 0, format!("a copy is uncertain of {}", c.uncertain));
+            check(
+                sum == selected,
+                format!("copied + dead-lettered + not taken + returned = {sum}, not the selection's {selected}"),
+            );
+        }
+    }
+    let mode = if census.mode == Mode::Move { "move" } else { "copy" };
+    let row = |name: &str, run: String, seen: String| format!("\n  {name:<14} {run:>9}   {seen}");
+    let table = [
+        row("", "run".into(), "census".into()),
+        row(
+            "selected",
+            c.selected.map_or("none".into(), |n| n.to_string()),
+            format!("{selected} ({} payload ids, {} gone)", census.selected.len(), census.gone),
+        ),
+        row("delivered", c.delivered.to_string(), format!("{on_target} on the target")),
+        row(
+            "not taken",
+            not_taken.to_string(),
+            format!("{on_source} on the source ({} a browse cannot see, {} gone)", census.unbrowsable, census.gone),
+        ),
+        row(
+            "dead-lettered",
+            c.dead_lettered.to_string(),
+            census.dead_letter.map_or("no dead message queue".into(), |_| format!("{on_dmq} on the DMQ")),
+        ),
+        row(
+            "returned",
+            c.returned.to_string(),
+            returned_ids.map_or("(on the source)".into(), |n| format!("{n} in staging before the return")),
+        ),
+        row("uncertain", uncertain.to_string(), String::new()),
+        row("sum", sum.to_string(), selected.to_string()),
+    ]
+    .concat();
+    assert!(
+        wrong.is_empty(),
+        "the run's numbers are not the census ({mode}):{table}\ndifferences: {}\ncounters: {counters:?}",
+        wrong.join("; ")
+    );
 }
