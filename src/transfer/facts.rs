@@ -74,6 +74,9 @@ pub struct Facts {
     pub filter_error: Option<String>,
     /// Whether the target queue is the source of another active run (two runs would ping-pong messages).
     pub target_is_source_of_active_run: Option<bool>,
+    /// How many other active runs write into the target address on the target node: they share its duplicate-id
+    /// cache (ADR 0010).
+    pub runs_into_target_address: Option<i64>,
     /// Whether the source queue already has an active run (at most one per source queue on a node).
     pub source_has_active_run: Option<bool>,
     /// Whether source and target nodes belong to the same cluster.

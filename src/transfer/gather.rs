@@ -32,6 +32,8 @@ pub struct RunFacts {
     pub source_has_active_run: Option<bool>,
     /// The target queue is the source of another active run.
     pub target_is_source_of_active_run: Option<bool>,
+    /// Other active runs writing into the target address.
+    pub runs_into_target_address: Option<i64>,
 }
 
 /// The requests one end contributes to its node's batch, in this order: queue, address settings, address,
@@ -153,6 +155,7 @@ pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, r
     let mut facts = Facts { same_cluster: plan.source.cluster == plan.target.cluster, ..Facts::default() };
     facts.source_has_active_run = runs.source_has_active_run;
     facts.target_is_source_of_active_run = runs.target_is_source_of_active_run;
+    facts.runs_into_target_address = runs.runs_into_target_address;
     if let Some(results) = source_results {
         let answer = end_answer(&results, filter.is_some(), true);
         facts.source = answer.end;

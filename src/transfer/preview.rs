@@ -213,7 +213,9 @@ fn notes(plan: &Plan, facts: &Facts) -> Vec<String> {
     ];
     if plan.mode == Mode::Move && plan.selection == Selection::All {
         notes.push(
-            "A move of the whole queue takes at most the messages counted at t0: a producer that sends no timestamp              (0) or has a slow clock stamps later messages at or before t0, and the count keeps the run from taking              them (one of a higher priority can still take the place of an older one)."
+            "A move of the whole queue takes at most the messages counted at t0: a producer that sends no timestamp \
+             (0) or has a slow clock stamps later messages at or before t0, and the count keeps the run from taking \
+             them (one of a higher priority can still take the place of an older one)."
                 .into(),
         );
     }
@@ -224,15 +226,20 @@ fn notes(plan: &Plan, facts: &Facts) -> Vec<String> {
     if let Some(waiting) = facts.source.queue.state().and_then(|q| q.scheduled_count).filter(|n| *n > 0) {
         notes.push(match plan.mode {
             Mode::Move => format!(
-                "{waiting} messages on the source wait for a delivery time (a redelivery delay after a rollback, or                  a scheduled delivery). Those stamped at or before t0 and not scheduled for after it are moved with                  the rest, without waiting out their delay; those scheduled for after t0 are not selected and stay."
+                "{waiting} messages on the source wait for a delivery time (a redelivery delay after a rollback, or \
+                 a scheduled delivery). Those stamped at or before t0 and not scheduled for after it are moved with \
+                 the rest, without waiting out their delay; those scheduled for after t0 are not selected and stay."
             ),
             Mode::Copy => format!(
-                "{waiting} messages on the source wait for a delivery time (a redelivery delay or a scheduled                  delivery): a browser cannot see them, so a copy leaves them and reports them as not copied."
+                "{waiting} messages on the source wait for a delivery time (a redelivery delay or a scheduled \
+                 delivery): a browser cannot see them, so a copy leaves them and reports them as not copied."
             ),
         });
     }
     notes.push(
-        "The run's end is proven against the source broker's counts: what it delivered, dead-lettered and did          not take must account for the messages counted at t0, less what consumers took meanwhile; otherwise it          ends Partial, saying what differs."
+        "The run's end is proven against the source broker's counts: what it delivered, dead-lettered and did \
+         not take must account for the messages counted at t0, less what consumers took meanwhile; otherwise it \
+         ends Partial, saying what differs."
             .into(),
     );
     notes
@@ -509,13 +516,13 @@ fn check_target(plan: &Plan, facts: &Facts, settings: &PreviewSettings, count: O
         );
         check_queue(plan, q, None, settings, count, f);
         check_disk(plan, node, settings, f);
-        check_duplicate_cache(plan, node, None, settings, f);
+        check_duplicate_cache(plan, node, None, facts.runs_into_target_address, settings, f);
         return;
     };
     check_queue(plan, q, Some(settings_now), settings, count, f);
     check_full_policy(plan, q, settings_now, settings, count, facts, f);
     check_disk(plan, node, settings, f);
-    check_duplicate_cache(plan, node, Some(settings_now), settings, f);
+    check_duplicate_cache(plan, node, Some(settings_now), facts.runs_into_target_address, settings, f);
     check_expiry(address, settings_now, f);
 }
 
@@ -805,6 +812,7 @@ fn check_duplicate_cache(
     plan: &Plan,
     node: &NodeFacts,
     s: Option<&AddressSettings>,
+    other_runs: Option<i64>,
     settings: &PreviewSettings,
     f: &mut Findings,
 ) {
@@ -840,8 +848,35 @@ fn check_duplicate_cache(
             ),
             Some(address_setting(address, &format!("<id-cache-size>{}</id-cache-size>", 10 * settings.batch_size))),
         ),
-        Some(_) => {}
+        Some(size) => check_shared_cache(address, size, other_runs, settings, f),
         None => f.unknown("duplicate-cache-size-unknown", format!("How many duplicate ids the target address {address} remembers could not be read.")),
+    }
+}
+
+/// Other active runs into the target address share its duplicate-id cache (ADR 0010): each waits while its
+/// batch could push another's batch in doubt out of it, so the cache should hold 10 batches for every run.
+fn check_shared_cache(address: &str, size: i64, other_runs: Option<i64>, settings: &PreviewSettings, f: &mut Findings) {
+    match other_runs {
+        Some(0) => {}
+        Some(others) => {
+            let wanted = 10 * settings.batch_size * (others + 1);
+            if size < wanted {
+                f.ack(
+                    "duplicate-cache-shared",
+                    format!(
+                        "{others} other active run(s) write into the target address {address}, sharing its {size} \
+                         duplicate ids with this run (fewer than 10 batches of {} for each): the runs will wait \
+                         for each other's batches in doubt, and run slower.",
+                        settings.batch_size
+                    ),
+                    Some(address_setting(address, &format!("<id-cache-size>{wanted}</id-cache-size>"))),
+                );
+            }
+        }
+        None => f.unknown(
+            "target-address-runs-unknown",
+            format!("Whether other active runs write into the target address {address} could not be read."),
+        ),
     }
 }
 

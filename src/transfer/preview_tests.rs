@@ -81,6 +81,7 @@ fn healthy() -> Facts {
         filtered_count: None,
         filter_error: None,
         target_is_source_of_active_run: Some(false),
+        runs_into_target_address: Some(0),
         source_has_active_run: Some(false),
         same_cluster: false,
     }
@@ -914,6 +915,30 @@ const BOUNDARIES: &[Boundary] = &[
         change: |f, _| target_settings(f, json!({"idCacheSize": 1})),
         code: "duplicate-cache-off",
         expect: Absent,
+    },
+    Boundary {
+        rule: "two other runs into the address: 30 batches of cache are enough",
+        change: |f, _| {
+            target_settings(f, json!({"idCacheSize": 6000}));
+            f.runs_into_target_address = Some(2);
+        },
+        code: "duplicate-cache-shared",
+        expect: Absent,
+    },
+    Boundary {
+        rule: "two other runs into the address: one short of 30 batches of cache is shared thin",
+        change: |f, _| {
+            target_settings(f, json!({"idCacheSize": 5999}));
+            f.runs_into_target_address = Some(2);
+        },
+        code: "duplicate-cache-shared",
+        expect: Raised(Kind::NeedsAck),
+    },
+    Boundary {
+        rule: "whether other runs write into the address unknown",
+        change: |f, _| f.runs_into_target_address = None,
+        code: "target-address-runs-unknown",
+        expect: Raised(Kind::Unknown),
     },
     Boundary {
         rule: "unknown address settings leave the effective id cache size unknown",

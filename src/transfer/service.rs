@@ -129,8 +129,16 @@ async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFa
         .bind(q.queue.clone())
         .fetch_one(pool)
     };
-    let (s, t) = tokio::join!(active(source), active(target));
-    RunFacts { source_has_active_run: s.ok(), target_is_source_of_active_run: t.ok() }
+    let into_address = sqlx::query_scalar::<_, i64>(
+        "SELECT count(*) FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning') \
+         AND target_cluster = $1 AND target_node = $2 AND coalesce(plan->'target'->>'address', target_queue) = $3",
+    )
+    .bind(target.cluster.clone())
+    .bind(target.node.clone())
+    .bind(target.address().to_string())
+    .fetch_one(pool);
+    let (s, t, a) = tokio::join!(active(source), active(target), into_address);
+    RunFacts { source_has_active_run: s.ok(), target_is_source_of_active_run: t.ok(), runs_into_target_address: a.ok() }
 }
 
 /// Previews a transfer and stores it as a Previewed run. Its management calls draw on the per-node permits in

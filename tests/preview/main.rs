@@ -59,7 +59,11 @@ async fn run_preview(source: &str, target_node: &str, target: &str, selection: S
         &plan,
         EndAccess { management: &sm, core_addr: Some(&sc) },
         EndAccess { management: &tm, core_addr: Some(&tc) },
-        RunFacts { source_has_active_run: Some(false), target_is_source_of_active_run: Some(false) },
+        RunFacts {
+            source_has_active_run: Some(false),
+            target_is_source_of_active_run: Some(false),
+            runs_into_target_address: Some(0),
+        },
     )
     .await;
     preview(&plan, &facts, &PreviewSettings::default())
