@@ -13,3 +13,7 @@ CREATE TABLE duplicate_id_window (
 
 COMMENT ON TABLE duplicate_id_window IS
     'Per target address: how many duplicate ids the runs have sent into it, so none pushes another''s batch in doubt out of the broker''s id cache (ADR 0010)';
+
+-- A batch looks for the other runs' batches in doubt on its address (relay/window.rs): only runs holding one.
+CREATE INDEX transfer_run_in_doubt_window ON transfer_run ((relay -> 'window' ->> 'target'))
+    WHERE jsonb_array_length(coalesce(relay -> 'in_doubt', '[]'::jsonb)) > 0;

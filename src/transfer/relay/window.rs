@@ -212,9 +212,10 @@ pub async fn reserve(
     .fetch_one(&mut *conn)
     .await?;
     let held: Vec<(Uuid, Option<i64>, i32)> = sqlx::query_as(
-        "SELECT id, (relay->'window'->>'start')::bigint, jsonb_array_length(relay->'in_doubt') FROM transfer_run \
-         WHERE id <> $1 AND relay->'window'->>'target' = $2 \
-           AND jsonb_typeof(relay->'in_doubt') = 'array' AND jsonb_array_length(relay->'in_doubt') > 0",
+        "SELECT id, (relay -> 'window' ->> 'start')::bigint, jsonb_array_length(relay -> 'in_doubt') \
+         FROM transfer_run \
+         WHERE (relay -> 'window' ->> 'target') = $2 AND id <> $1 \
+           AND jsonb_array_length(coalesce(relay -> 'in_doubt', '[]'::jsonb)) > 0",
     )
     .bind(run)
     .bind(target)
