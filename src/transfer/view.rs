@@ -416,7 +416,9 @@ mod tests {
         let v = RunView::build(&r, events, at(100));
         assert_eq!(v.rate, Some(2.0), "the rate runs to the end, not to now");
         assert_eq!(v.eta_secs, None);
-        assert!(v.nodes[0].outcome.contains("2 selected but not taken (in delivery 1, scheduled 1, gone 0, left by a return 0)"));
+        assert!(v.nodes[0]
+            .outcome
+            .contains("2 selected but not taken (in delivery 1, scheduled 1, gone 0, left by a return 0)"));
         assert_eq!(v.nodes[1].outcome, "removed with its address settings");
         assert!(v.nodes[2].outcome.contains("2 of them were already there"));
         assert!(v.notes.iter().any(|n| n.contains("1 batches were re-sent one message per transaction")));
