@@ -3,7 +3,7 @@
 //! counts included; the target holds each selected message once, with its expiration.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use testbed::fidelity::{self, Observed, Produce};
@@ -186,6 +186,41 @@ async fn copy_crash_after_target_commit() {
 #[tokio::test]
 async fn copy_crash_after_ledger_insert() {
     copy_crash_after("copy-ledger").await;
+}
+
+/// A slice is one job for many batches; its retry budget must count attempts that copied nothing, as a move's
+/// batch does, not every worker it outlived. Four workers die in turn, each after two batches of progress, with a
+/// budget of two attempts: the copy carries on (it ended Interrupted, "gave up after 2 attempts", when the third
+/// claim of the one slice job spent the budget).
+#[tokio::test]
+async fn a_copy_outlives_more_worker_deaths_than_its_retry_budget_while_it_makes_progress() {
+    let label = "copy_budget";
+    let (source, target, before) = queues(label, 120).await;
+    let mut world = World::new(label, &[("batch_size", json!(10))]).await;
+    let stored = world
+        .preview_copy(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute_with_budget(&stored, 2).await;
+    for n in 0..4 {
+        let doomed = world.spawn_worker(&format!("doomed-{n}"), &[("ARTEMIS_TRANSFER_FAULT", "copy-ledger:2")]).await;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = world.workers[doomed].exited() {
+                break status;
+            }
+            let (state, counters) = world.state(stored.run_id).await;
+            assert_ne!(state, "interrupted", "the slice's budget ran out while it copied: {counters:?}");
+            assert!(Instant::now() < deadline, "worker {n} did not reach its second batch: {state} {counters:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(!status.success(), "worker {n} was meant to abort after its second batch, but exited {status}");
+    }
+    world.spawn_worker("rescuer", &[]).await;
+    let (_, counters) = world.wait_run(stored.run_id, &["succeeded"], RUN_LIMIT).await;
+    let ids: Vec<String> = before.iter().map(|o| o.payload_id().unwrap().to_string()).collect();
+    let on_target = fidelity::census(&assert_target_holds(&target, &before, &ids).await);
+    let left = assert_source_untouched(&source, &before).await;
+    assert_accounting(&counters, &Census::copied(&ids, &on_target, &left));
 }
 
 #[tokio::test]

@@ -14,6 +14,12 @@
 //! | ledger + counters, fenced | the batch is recorded | — |
 //!
 //! The duplicate id of each message is `studio:<run>:<source message id>`: stable across every browse.
+//!
+//! The retry budget (10 attempts) is meant per batch, as a move spends it: a move's batch is one job. A slice is
+//! one job for many batches, so a slice that copied and then lost its worker or its source would spend an
+//! attempt of one budget for the whole slice, and a long copy under a few unrelated faults would end Interrupted
+//! while it was making progress. So a later attempt of a slice whose earlier attempt recorded copied messages
+//! hands over to a fresh slice job ([`hand_over`]): the budget counts attempts in a row that copied nothing.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -30,7 +36,7 @@ use super::dmq;
 use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize, TargetCheck};
-use super::state;
+use super::state::{self, JobAttempt};
 use super::window::{self, Resend};
 use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
 use crate::broker::jolokia::BrokerState;
@@ -54,6 +60,9 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
     let mut run = load(ctx).await?;
     if run.plan.mode != Mode::Copy {
         return Err(RelayError::Refused(format!("run {} is a move; a copy job cannot run it", run.id)));
+    }
+    if run.relay.progressed_in.is_some_and(|p| p.is_earlier_attempt_of(&JobAttempt::of(&ctx.job))) {
+        return hand_over(ctx, &run).await;
     }
     if ctx.stop_requested && run.relay.in_doubt.is_empty() {
         // Nothing is in doubt between a copy's batches: the ledger and the target's duplicate cache agree. A batch
@@ -289,6 +298,7 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             run.counters.one_by_one_batches += 1;
         }
         run.relay.in_doubt.retain(|id| !batch_ids.contains(id));
+        run.relay.progressed_in = Some(JobAttempt::of(&ctx.job));
         let mut tx = ctx.lease.begin().await?;
         ledger_add(tx.conn(), run.id, &ids).await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
@@ -342,6 +352,17 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
         }
     }
     Ok(Outcome::Committed(committed))
+}
+
+/// Ends this attempt's slice job and enqueues a fresh one, with a fresh retry budget, because an earlier attempt
+/// of this job copied messages (see the module doc). Nothing else is written: the run's state is as the last
+/// fenced commit left it.
+async fn hand_over(ctx: &JobContext, run: &state::MoveRun) -> Result<Outcome, RelayError> {
+    let mut tx = ctx.lease.begin().await?;
+    let why = json!({ "attempt": ctx.job.attempt, "copied": run.counters.delivered });
+    state::event(tx.conn(), run.id, "slice_handed_over", why).await?;
+    tx.complete_and_enqueue(&Phase::CopySlice.job()).await?;
+    Ok(Outcome::Committed(tx.commit().await?))
 }
 
 /// The selection is browsed to its end: count what the browser could not see (in delivery to a consumer,

@@ -47,6 +47,30 @@ pub struct RelayState {
     /// Where the batch in doubt began in its target address's count of sent duplicate ids (ADR 0010); kept
     /// while `in_doubt` holds ids, so other runs into the address leave those ids in the target's cache.
     pub window: Option<super::window::WindowMark>,
+    /// A copy: the job and attempt that last recorded copied messages in the ledger. A slice is one job for many
+    /// batches, so a later attempt of the same job after such progress hands over to a fresh job (copy.rs).
+    pub progressed_in: Option<JobAttempt>,
+}
+
+/// One attempt of one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobAttempt {
+    /// The job's id.
+    pub job: i64,
+    /// Its attempt (1 for the first claim).
+    pub attempt: i32,
+}
+
+impl JobAttempt {
+    /// The attempt `job` is on.
+    pub fn of(job: &crate::jobs::JobRow) -> JobAttempt {
+        JobAttempt { job: job.id.0, attempt: job.attempt }
+    }
+
+    /// Whether this is an earlier attempt of the job `now` is an attempt of.
+    pub fn is_earlier_attempt_of(&self, now: &JobAttempt) -> bool {
+        self.job == now.job && self.attempt < now.attempt
+    }
 }
 
 /// A refill's intent (SPEC §4.1): recorded, fenced, before the broker's move.
@@ -287,6 +311,14 @@ mod tests {
     }
 
     #[test]
+    fn only_a_later_attempt_of_the_same_job_follows_progress() {
+        let progressed = JobAttempt { job: 12, attempt: 2 };
+        assert!(progressed.is_earlier_attempt_of(&JobAttempt { job: 12, attempt: 3 }));
+        assert!(!progressed.is_earlier_attempt_of(&JobAttempt { job: 12, attempt: 2 }), "the same attempt");
+        assert!(!progressed.is_earlier_attempt_of(&JobAttempt { job: 13, attempt: 3 }), "a fresh job");
+    }
+
+    #[test]
     fn state_round_trips_through_json() {
         let relay = RelayState {
             in_doubt: vec![3, 4],
@@ -306,6 +338,7 @@ mod tests {
                 start: 400,
                 target_started: Some(1_700_000_000_000),
             }),
+            progressed_in: Some(JobAttempt { job: 12, attempt: 2 }),
         };
         let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();
         assert_eq!(back, relay);

@@ -84,6 +84,12 @@ impl WorkerProcess {
         self.signal("-CONT");
     }
 
+    /// The exit status if the process has exited.
+    #[allow(dead_code)] // the relay tests' (this file is shared)
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("poll the worker process")
+    }
+
     /// Waits for the process to exit, at most `limit`.
     pub async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
         let deadline = tokio::time::Instant::now() + limit;

@@ -190,13 +190,29 @@ impl World {
 
     /// Executes a stored preview, acknowledging everything it raised.
     pub async fn execute(&self, stored: &StoredPreview) {
+        self.execute_with_budget(stored, 10).await;
+    }
+
+    /// Confirms and executes a stored preview; each of the run's jobs gets `max_attempts` attempts.
+    pub async fn execute_with_budget(&self, stored: &StoredPreview, max_attempts: i32) {
         let confirm = Confirmation {
             plan_hash: stored.plan_hash.clone(),
             acknowledged: stored.preview.codes_to_acknowledge().iter().map(|c| c.to_string()).collect(),
             typed_queue: Some(stored.plan.source.queue.clone()),
             override_cap: true,
         };
-        actions::execute(&self.pool, stored.run_id, &confirm, "tester", 10).await.unwrap();
+        actions::execute(&self.pool, stored.run_id, &confirm, "tester", max_attempts).await.unwrap();
+    }
+
+    /// The run's state and counters now.
+    pub async fn state(&self, run: uuid::Uuid) -> (String, Counters) {
+        let (state, counters): (String, serde_json::Value) =
+            sqlx::query_as("SELECT state, counters FROM transfer_run WHERE id = $1")
+                .bind(run)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        (state, serde_json::from_value(counters).unwrap())
     }
 
     /// Waits until the run is in one of `states`; returns the state and counters.
