@@ -1,7 +1,9 @@
 //! The crash-test fault seam: `ARTEMIS_TRANSFER_FAULT=<step>[:<occurrence>]` makes the worker process abort
 //! (no unwinding, no cleanup, no socket goodbyes — as `kill -9` would leave it) the `occurrence`-th time
-//! (default 1st) it passes `step`. Read once per process; unset in production, where [`reach`] is a
-//! no-op costing one atomic load.
+//! (default 1st) it passes `step`. Read once per process.
+//!
+//! Both seams exist only in a build with the `fault-injection` cargo feature (the tests'); a production build
+//! compiles [`reach`] and [`refusal`] to nothing, so no environment can make it abort or refuse a message.
 //!
 //! Steps, in a relay batch's order (SPEC §4.2): `refill` (after the broker's move into staging),
 //! `receive` (after the batch was received), `in-doubt` (after its ids were recorded), `target-commit`,
@@ -14,10 +16,11 @@
 //! A second seam, for the dead message queue's tests (SPEC §4.4): `ARTEMIS_TRANSFER_FAULT_REFUSE=<property>=<value>`
 //! makes every target send of a message whose property `<property>` reads `<value>` (a string, or an integer
 //! written in decimal) fail as the target broker's refusal would, without sending it: a real poison message is
-//! rare, and the relay must be shown to prove and dead-letter one. Unset in production: [`refusal`] is then
-//! one `OnceLock` read.
+//! rare, and the relay must be shown to prove and dead-letter one.
 
+#[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicU32, Ordering};
+#[cfg(feature = "fault-injection")]
 use std::sync::OnceLock;
 
 /// The environment variable naming the fault.
@@ -42,12 +45,14 @@ pub const STEPS: &[&str] = &[
     "dmq-commit",
 ];
 
+#[cfg(feature = "fault-injection")]
 struct Fault {
     step: String,
     occurrence: u32,
     seen: AtomicU32,
 }
 
+#[cfg(feature = "fault-injection")]
 fn configured() -> Option<&'static Fault> {
     static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
     FAULT
@@ -67,6 +72,7 @@ fn configured() -> Option<&'static Fault> {
 }
 
 /// Marks that this process passed `step`; aborts it if the fault names this occurrence.
+#[cfg(feature = "fault-injection")]
 pub fn reach(step: &str) {
     debug_assert!(STEPS.contains(&step), "unknown fault step {step}");
     if let Some(fault) = configured() {
@@ -77,6 +83,7 @@ pub fn reach(step: &str) {
     }
 }
 
+#[cfg(feature = "fault-injection")]
 fn refuse_configured() -> Option<&'static (String, String)> {
     static REFUSE: OnceLock<Option<(String, String)>> = OnceLock::new();
     REFUSE
@@ -95,6 +102,7 @@ fn refuse_configured() -> Option<&'static (String, String)> {
 
 /// The test seam's refusal of a target send of a message with these headers, if [`REFUSE_VAR`] names it: a
 /// broker error, as the target's own refusal would read.
+#[cfg(feature = "fault-injection")]
 pub fn refusal(headers: &artemis_core::MessageHeaders) -> Option<artemis_core::Error> {
     let (name, value) = refuse_configured()?;
     let matches = match headers.property(name)? {
@@ -109,4 +117,18 @@ pub fn refusal(headers: &artemis_core::MessageHeaders) -> Option<artemis_core::E
             op: "send",
         })
     })
+}
+
+/// Without the `fault-injection` feature: nothing.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn reach(step: &str) {
+    debug_assert!(STEPS.contains(&step), "unknown fault step {step}");
+}
+
+/// Without the `fault-injection` feature: nothing is refused.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn refusal(_headers: &artemis_core::MessageHeaders) -> Option<artemis_core::Error> {
+    None
 }

@@ -31,6 +31,11 @@ impl WorkerProcess {
     /// Starts `artemis-transfer worker` named `name` on `url` with `concurrency` tasks; its stderr goes to
     /// `<log_dir>/worker-<name>.log`.
     pub fn spawn(url: &str, name: &str, concurrency: usize, env: &[(String, String)], log_dir: &Path) -> WorkerProcess {
+        let seams = env.iter().any(|(k, _)| k.starts_with("ARTEMIS_TRANSFER_FAULT"));
+        assert!(
+            !seams || cfg!(feature = "fault-injection"),
+            "worker {name} needs the fault seams: run the tests as the README says (--features fault-injection)"
+        );
         let log = log_dir.join(format!("worker-{name}.log"));
         let stderr = std::fs::File::create(&log).expect("create the worker's log");
         let child = Command::new(binary())
