@@ -636,7 +636,7 @@ pub struct Listed {
 /// are read past, never kept. A browse can end early (docs/broker-notes.md): callers compare what it saw with the
 /// queue's depth.
 pub async fn list_over_core(conn: &artemis_core::Connection, queue: &str) -> Result<Vec<Listed>, artemis_core::Error> {
-    use artemis_core::protocol::properties::{names, PropertyValue};
+    use artemis_core::message::{names, PropertyValue};
     let session = conn.create_session(artemis_core::SessionOptions::auto_commit()).await?;
     let mut browser = session.create_browser(queue, artemis_core::ConsumerOptions::default()).await?;
     let mut listed = Vec::new();

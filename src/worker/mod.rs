@@ -33,7 +33,7 @@ use crate::jobs::runtime::{Capacity, ClaimConfig, Dispatched, JobBackend};
 use crate::jobs::wake::{self, Wake};
 use crate::jobs::Error as JobError;
 use crate::limiter::PgPermits;
-use crate::transfer::relay::{self, spool::SpoolError, MoveHandler, RelayConfig};
+use crate::transfer::relay::{self, spool::SpoolError, RelayConfig, TransferHandler};
 
 /// Everything a worker process needs besides its pool and handlers.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub fn registry() -> Registry {
 /// permits in `pool`. Makes (or empties) the relay's spool directory.
 pub fn transfer_registry(pool: &PgPool, relay: RelayConfig) -> Result<Registry, SpoolError> {
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
-    Ok(registry().with(relay::KIND, MoveHandler::new(relay, Some(permits))?))
+    Ok(registry().with(relay::KIND, TransferHandler::new(relay, Some(permits))?))
 }
 
 /// The pool options of a worker process running `concurrency` jobs: one connection per job in flight, one for

@@ -9,9 +9,11 @@
 //!
 //! | step | durable before the next step | a crash right after it |
 //! |---|---|---|
-//! | browse up to a batch, minus ledger ids | nothing | nothing happened |
-//! | target commit | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
-//! | ledger + counters, fenced | the batch is recorded | — |
+//! | [`Slice::browse`] up to a batch, minus ledger ids | nothing | nothing happened |
+//! | [`Slice::mark_in_doubt`] | the batch's ids, fenced, counted into the target's duplicate-id window | re-browsed and re-sent |
+//! | [`Slice::send`], the target commit | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
+//! | [`Slice::dead_letter`] | proven poison on a DMQ | re-proven; the DMQ drops its duplicate id |
+//! | [`Slice::record`]: ledger + counters, fenced | the batch is recorded | — |
 //!
 //! The duplicate id of each message is `studio:<run>:<source message id>`: stable across every browse.
 //!
@@ -22,27 +24,31 @@
 //! hands over to a fresh slice job ([`hand_over`]): the budget counts attempts in a row that copied nothing.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
-use artemis_core::{ConsumerOptions, SessionOptions};
-use chrono::Utc;
+use artemis_core::{Browser, ConsumerOptions, Session, SessionOptions};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::batch::{
-    full_words, hold_back, load, load_settings, outbound_batch, send_batch_proving, stop_for_lost_cache, stop_outcome,
-    target_facts, wait_for_room, whole_queue_left, Received, SendFailure, TargetWatch,
-};
 use super::dmq;
 use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize, TargetCheck};
-use super::state::{self, JobAttempt};
+use super::links::Link;
+use super::queues::target_facts;
+use super::receive::Received;
+use super::refill::whole_queue_left;
+use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
+use super::send::{batch_count, full_words, outbound_batch, send_batch_proving, Route, SendFailure, Sent, TargetWatch};
+use super::state::{self, BatchCount, JobAttempt, TransferRun};
 use super::window::{self, Resend};
-use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
 use crate::broker::jolokia::BrokerState;
 use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::settings::Settings;
 use crate::jobs::RunState;
-use crate::transfer::outbound::{Origin, OutboundTarget};
+use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
 use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, Selected};
@@ -54,20 +60,51 @@ use crate::transfer::staging::{self, Selected};
 pub const SLICE: Duration = Duration::from_secs(600);
 
 /// One slice of a copy: batches from one browser until the slice's time is up, the selection is browsed to its
-/// end (then the finish), a stop is asked for, or the target has no room.
-pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig) -> Result<Outcome, RelayError> {
+/// end (then the finish), a stop is asked for, or the target has no room. Each batch is the steps of
+/// [`Slice::batch`], in the order of the module doc's table.
+pub async fn copy_slice(h: &TransferHandler, ctx: &JobContext, config: &RelayConfig) -> Result<Outcome, RelayError> {
     let slice_started = std::time::Instant::now();
     let mut run = load(ctx).await?;
+    if let Some(outcome) = before_the_slice(h, ctx, &mut run).await? {
+        return Ok(outcome);
+    }
+    let mut slice = Slice::open(h, ctx, config, run).await?;
+    loop {
+        let batched = match slice.batch().await? {
+            ControlFlow::Continue(batched) => batched,
+            ControlFlow::Break(outcome) => return Ok(outcome),
+        };
+        if batched.last || slice_started.elapsed() >= SLICE || !ctx.lease.worker_accepting() {
+            break;
+        }
+        // Pacing: this batch's share of a second at `messages per second`, from when it started.
+        let share = Duration::from_secs_f64(batched.messages as f64 / batched.rate.max(0.001));
+        let elapsed = (Utc::now() - batched.started).to_std().unwrap_or_default();
+        if share > elapsed {
+            tokio::time::sleep(share - elapsed).await;
+        }
+    }
+    slice.end().await
+}
+
+/// What a slice settles before it browses: a job of the wrong mode refused, a later attempt of a slice that
+/// copied handed over, a stop with nothing in doubt taken, the selection's size kept, and the target queue the
+/// preview promised created. `Some`: the job's outcome without a browse.
+async fn before_the_slice(
+    h: &TransferHandler,
+    ctx: &JobContext,
+    run: &mut TransferRun,
+) -> Result<Option<Outcome>, RelayError> {
     if run.plan.mode != Mode::Copy {
         return Err(RelayError::Refused(format!("run {} is a move; a copy job cannot run it", run.id)));
     }
     if run.relay.progressed_in.is_some_and(|p| p.is_earlier_attempt_of(&JobAttempt::of(&ctx.job))) {
-        return hand_over(ctx, &run).await;
+        return hand_over(ctx, run).await.map(Some);
     }
     if ctx.stop_requested && run.relay.in_doubt.is_empty() {
         // Nothing is in doubt between a copy's batches: the ledger and the target's duplicate cache agree. A batch
         // sent before a crash but not in the ledger is settled first (one batch, below), then the run stops.
-        return Ok(stop_outcome(&run));
+        return Ok(Some(stop_outcome(run)));
     }
     if run.counters.selected.is_none() {
         run.counters.selected = match &run.plan.selection {
@@ -78,233 +115,312 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
     if run.create_target && !run.relay.prepared {
         // The preview promised to create the missing target queue, as a move does (never left to auto-create).
         let target = NodeAccess::resolve_cached(&ctx.pool, &run.plan.target, h.permits(), &h.ends).await?;
-        super::batch::create_target_queue(&target, &run).await?;
+        super::queues::create_target_queue(&target, run).await?;
         run.relay.prepared = true;
         let mut tx = ctx.lease.begin().await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         state::event(tx.conn(), run.id, "target_queue_created", json!({ "queue": run.plan.target.display() })).await?;
         tx.commit_progress().await?;
     }
-    let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
-    let source_conn = h.links.take(&source, config.connection_ttl).await?;
-    let browse_session = source_conn.create_session(SessionOptions::auto_commit()).await?;
-    let mut options = ConsumerOptions::default();
-    if let Some(filter) = run.plan.effective_filter() {
-        options = options.filter(filter);
-    }
-    let mut browser = match browse_session.create_browser(&run.plan.source.queue, options).await {
-        Ok(b) => b,
-        Err(e) if e.is_not_authorized() => {
-            return Err(RelayError::Refused(format!(
-                "the broker refused to let the relay browse {}: {e} (the relay's user needs `browse` on it)",
-                run.plan.source.display()
-            )))
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let wanted: Option<HashSet<i64>> = match &run.plan.selection {
-        Selection::Ids(ids) => Some(ids.iter().copied().collect()),
-        _ => None,
-    };
+    Ok(None)
+}
 
-    let mut target_conn = None;
-    let origin = Origin {
-        run: run.id,
-        cluster: run.plan.source.cluster.clone(),
-        node: run.plan.source.node.clone(),
-        queue: run.plan.source.queue.clone(),
-    };
-    let mut browsed_to_end = false;
-    loop {
+/// One copy job's browser of the source and what its batches share.
+struct Slice<'a> {
+    h: &'a TransferHandler,
+    ctx: &'a JobContext,
+    config: &'a RelayConfig,
+    run: TransferRun,
+    source_conn: Link,
+    browse_session: Session,
+    browser: Browser,
+    /// An id selection's ids; `None`: every message the browser's filter lets through.
+    wanted: Option<HashSet<i64>>,
+    /// Kept across the slice's batches while its sessions close cleanly.
+    target_conn: Option<Link>,
+    browsed_to_end: bool,
+}
+
+/// A batch a slice copied (or found nothing to copy).
+struct Batched {
+    /// Copied by it.
+    messages: i64,
+    /// When it started, and the rate it is paced at.
+    started: DateTime<Utc>,
+    rate: f64,
+    /// Whether the slice ends after it (the selection browsed to its end, or nothing left to copy).
+    last: bool,
+}
+
+/// A batch browsed from the source.
+struct Browsed {
+    received: Vec<Received>,
+    bytes: u64,
+    ids: Vec<i64>,
+}
+
+impl<'a> Slice<'a> {
+    /// The source's browser with the frozen filter (a browse consumes nothing).
+    async fn open(
+        h: &'a TransferHandler,
+        ctx: &'a JobContext,
+        config: &'a RelayConfig,
+        run: TransferRun,
+    ) -> Result<Slice<'a>, RelayError> {
+        let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+        let source_conn = h.links.take(&source, config.connection_ttl).await?;
+        let browse_session = source_conn.create_session(SessionOptions::auto_commit()).await?;
+        let mut options = ConsumerOptions::default();
+        if let Some(filter) = run.plan.effective_filter() {
+            options = options.filter(filter);
+        }
+        let browser = match browse_session.create_browser(&run.plan.source.queue, options).await {
+            Ok(b) => b,
+            Err(e) if e.is_not_authorized() => {
+                return Err(RelayError::Refused(format!(
+                    "the broker refused to let the relay browse {}: {e} (the relay's user needs `browse` on it)",
+                    run.plan.source.display()
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let wanted = match &run.plan.selection {
+            Selection::Ids(ids) => Some(ids.iter().copied().collect()),
+            _ => None,
+        };
+        Ok(Slice {
+            h,
+            ctx,
+            config,
+            run,
+            source_conn,
+            browse_session,
+            browser,
+            wanted,
+            target_conn: None,
+            browsed_to_end: false,
+        })
+    }
+
+    /// One batch: grants re-checked, the target guarded, a batch browsed past the ledger, marked in doubt, sent,
+    /// its poison dead-lettered, and the ledger and counters recorded.
+    async fn batch(&mut self) -> Step<Batched> {
         // Before every batch, as a move's (SPEC §9): nothing is in doubt between a copy's batches, so a revoked
         // grant stops the run at once.
-        if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
-            return Ok(revoked);
+        if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(self.ctx).await? {
+            return Ok(ControlFlow::Break(revoked));
         }
-        let batch_started = Utc::now();
-        let settings = load_settings(ctx).await?;
+        let started = Utc::now();
+        let settings = load_settings(self.ctx).await?;
+        let nothing = |last| ControlFlow::Continue(Batched { messages: 0, started, rate: 1.0, last });
         // A whole-queue copy copies at most the messages counted at t0 (as a move takes them; see
         // `whole_queue_left`): a producer sending timestamp 0 behind the browser does not keep it going.
-        let batch_size = match whole_queue_left(&run, run.counters.delivered + run.counters.dead_lettered) {
+        let counters = &self.run.counters;
+        let batch_size = match whole_queue_left(&self.run, counters.delivered + counters.dead_lettered) {
             Some(0) => {
-                browsed_to_end = true;
-                break;
+                self.browsed_to_end = true;
+                return Ok(nothing(true));
             }
             Some(left) => (settings.batch_size.max(1) as usize).min(left as usize),
             None => settings.batch_size.max(1) as usize,
         };
-
-        // Guard, as every move batch: the live target by NodeID, its queue, room and disk.
-        let (target, facts) = target_facts(h, ctx, &run).await?;
-        let cache = facts.duplicate_cache_size();
-        let batch_size = batch_size.min(window::batch_cap(settings.batch_size.max(1), cache) as usize);
-        let average =
-            if run.counters.delivered > 0 { run.counters.delivered_bytes / run.counters.delivered } else { 1024 };
-        let estimate = BatchSize {
-            messages: batch_size as i64,
-            bytes: (average.max(1) * batch_size as i64).min(settings.batch_bytes as i64),
-        };
-        match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
-            TargetCheck::Go => {}
-            TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
-            TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
-            TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
+        let (target, facts) = target_facts(self.h, self.ctx, &self.run).await?;
+        let cap = window::batch_cap(settings.batch_size.max(1), facts.duplicate_cache_size()) as usize;
+        let batch_size = batch_size.min(cap);
+        if let Some(words) = guard_target(&self.run, &facts, batch_size, &settings)? {
+            return Ok(ControlFlow::Break(wait_for_room(self.ctx, &mut self.run, &settings, words).await?));
         }
+        let browsed = self.browse(batch_size, &settings).await?;
+        fault::reach("copy-browse");
+        if browsed.received.is_empty() {
+            return Ok(nothing(true));
+        }
+        if let ControlFlow::Break(outcome) = self.mark_in_doubt(&browsed, &facts, &settings).await? {
+            return Ok(ControlFlow::Break(outcome));
+        }
+        let route = Route::of(&self.run, &facts);
+        let (sent, missing_original) = match self.send(&target, &browsed, &route, &settings).await? {
+            ControlFlow::Continue(sent) => sent,
+            ControlFlow::Break(outcome) => return Ok(ControlFlow::Break(outcome)),
+        };
+        let mut count = batch_count(&browsed.received, browsed.bytes, &sent, missing_original);
+        let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
+        let dead = self.dead_letter(&browsed, sent.poison, &route, &settings).await?;
+        count.dead_lettered = dead.dead.len() as i64;
+        let recorded = self.record(&browsed, &poisoned, count, dead).await?;
+        Ok(recorded.map_continue(|()| Batched {
+            messages: count.delivered,
+            started,
+            rate: settings.messages_per_second,
+            last: self.browsed_to_end,
+        }))
+    }
 
-        // Browse up to a batch of selected messages the ledger does not hold, large bodies to the spool.
-        h.spool.check_free(settings.batch_bytes)?;
+    /// Up to `batch_size` selected messages the ledger does not hold, large bodies to the spool.
+    async fn browse(&mut self, batch_size: usize, settings: &Settings) -> Result<Browsed, RelayError> {
+        self.h.spool.check_free(settings.batch_bytes)?;
         let mut received: Vec<Received> = Vec::new();
         let mut bytes = 0u64;
         while received.len() < batch_size && bytes < settings.batch_bytes {
             let mut candidates: Vec<Received> = Vec::new();
             let mut candidate_bytes = 0u64;
             while candidates.len() < batch_size - received.len() && bytes + candidate_bytes < settings.batch_bytes {
-                let next = browse_one(&mut browser, &h.spool).await?;
-                run.counters.browsed += i64::from(next.is_some());
+                let next = browse_one(&mut self.browser, &self.h.spool).await?;
+                self.run.counters.browsed += i64::from(next.is_some());
                 match next {
-                    Some(r) if wanted.as_ref().is_none_or(|w| w.contains(&r.delivery.message_id())) => {
+                    Some(r) if self.wanted.as_ref().is_none_or(|w| w.contains(&r.delivery.message_id())) => {
                         candidate_bytes += r.body_len();
                         candidates.push(r);
                     }
                     Some(_) => {}
                     None => {
-                        browsed_to_end = true;
+                        self.browsed_to_end = true;
                         break;
                     }
                 }
             }
             let ids: Vec<i64> = candidates.iter().map(|r| r.delivery.message_id()).collect();
-            let copied = ledger_holds(&ctx.pool, run.id, &ids).await?;
-            for r in candidates {
-                if copied.contains(&r.delivery.message_id()) {
-                    continue;
-                }
+            let copied = ledger_holds(&self.ctx.pool, self.run.id, &ids).await?;
+            for r in candidates.into_iter().filter(|r| !copied.contains(&r.delivery.message_id())) {
                 bytes += r.body_len();
                 received.push(r);
             }
-            if browsed_to_end {
+            if self.browsed_to_end {
                 break;
             }
         }
-        fault::reach("copy-browse");
-        if received.is_empty() {
-            break;
-        }
+        let ids = received.iter().map(|r| r.delivery.message_id()).collect();
+        Ok(Browsed { received, bytes, ids })
+    }
 
-        // Recorded in doubt, fenced, before it is sent, and counted into the target address's duplicate-id
-        // window: a crash after the target commit re-browses and re-sends these ids, and other runs must leave them
-        // in the target's cache until then (window.rs). Ids already in doubt keep where they began.
-        let batch_ids: Vec<i64> = received.iter().map(|r| r.delivery.message_id()).collect();
+    /// Recorded in doubt, fenced, before it is sent, and counted into the target address's duplicate-id window: a
+    /// crash after the target commit re-browses and re-sends these ids, and other runs must leave them in the
+    /// target's cache until then (window.rs). Ids already in doubt keep where they began, and are sent again only
+    /// where the target's cache still holds what landed of them.
+    async fn mark_in_doubt(&mut self, browsed: &Browsed, facts: &EndFacts, settings: &Settings) -> Step {
         let target_broker = facts.node.as_ref().map(|n| &n.broker);
-        if batch_ids.iter().any(|id| run.relay.in_doubt.contains(id)) {
-            // Sent again only where the target's cache still holds what landed of it.
+        let run = &mut self.run;
+        if browsed.ids.iter().any(|id| run.relay.in_doubt.contains(id)) {
             match window::resend(run.relay.window.as_ref(), target_broker) {
                 Resend::Safe => {}
                 Resend::Unknown(words) => return Err(RelayError::Transient(words)),
                 Resend::CacheLost => {
-                    drop(browser);
                     let in_doubt = run.relay.in_doubt.clone();
                     let started = target_broker.and_then(BrokerState::started_millis);
                     let held_in = format!("the source queue {} (a copy leaves them there)", run.plan.source.display());
-                    return stop_for_lost_cache(ctx, &mut run, started, &in_doubt, &held_in).await;
+                    let stop = stop_for_lost_cache(self.ctx, run, started, &in_doubt, &held_in).await?;
+                    return Ok(ControlFlow::Break(stop));
                 }
             }
         }
-        {
-            let carried = !run.relay.in_doubt.is_empty();
-            let new_ids: Vec<i64> = batch_ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(id)).collect();
-            let mut tx = ctx.lease.begin().await?;
-            let key = window::key(&run.plan.target);
-            let room = window::reserve(tx.conn(), run.id, &key, cache, new_ids.len() as i64).await?;
-            let started = target_broker.and_then(BrokerState::started_millis);
-            if let Err(held) = room.apply(&mut run.relay, key, started, carried) {
-                drop(tx);
-                return hold_back(ctx, &mut run, &settings, held).await;
-            }
-            run.relay.in_doubt.extend(new_ids);
-            state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-            tx.commit_progress().await?;
+        let carried = !run.relay.in_doubt.is_empty();
+        let new_ids: Vec<i64> = browsed.ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(id)).collect();
+        let mut tx = self.ctx.lease.begin().await?;
+        let key = window::key(&run.plan.target);
+        let room = window::reserve(tx.conn(), run.id, &key, facts.duplicate_cache_size(), new_ids.len() as i64).await?;
+        let started = target_broker.and_then(BrokerState::started_millis);
+        if let Err(held) = room.apply(&mut run.relay, key, started, carried) {
+            drop(tx);
+            return Ok(ControlFlow::Break(hold_back(self.ctx, run, settings, held).await?));
         }
+        run.relay.in_doubt.extend(new_ids);
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        tx.commit_progress().await?;
+        Ok(ControlFlow::Continue(()))
+    }
 
-        // Send in one target transaction (one by one after a duplicate), checked before its commit.
-        if target_conn.is_none() {
-            target_conn = Some(h.links.take(&target, config.connection_ttl).await?);
+    /// Sent in one target transaction (one by one after a duplicate), checked before its commit. Returns what
+    /// landed and how many lacked their original id.
+    async fn send(
+        &mut self,
+        target: &NodeAccess,
+        browsed: &Browsed,
+        route: &Route,
+        settings: &Settings,
+    ) -> Step<(Sent, i64)> {
+        if self.target_conn.is_none() {
+            self.target_conn = Some(self.h.links.take(target, self.config.connection_ttl).await?);
         }
-        let conn = target_conn.as_ref().expect("just set");
-        let watch = TargetWatch::start(conn, &run.plan.target.queue, &run.plan.target.display()).await?;
-        let target_session = conn.create_session(SessionOptions::transacted()).await?;
-        let routing = facts
-            .queue
-            .state()
-            .and_then(|q| q.routing_type)
-            .map(super::batch::core_routing)
-            .unwrap_or(artemis_core::admin::RoutingType::Anycast);
-        let out_target = OutboundTarget {
-            address: run.plan.target.address().to_string(),
-            queue: run.plan.target.queue.clone(),
-            routing,
+        let Some(conn) = self.target_conn.as_ref() else {
+            return Err(RelayError::Transient("the target connection was closed before the batch was sent".into()));
         };
-        let (prepared, _) = outbound_batch(&received, &out_target, &origin, Mode::Copy);
+        let watch = TargetWatch::start(conn, &self.run.plan.target.queue, &self.run.plan.target.display()).await?;
+        let target_session = conn.create_session(SessionOptions::transacted()).await?;
+        let (prepared, missing_original) = outbound_batch(&browsed.received, &route.target, &route.origin, Mode::Copy);
+        let accepted_before = self.run.counters.delivered > 0;
         let attempts = settings.target_attempts;
-        let accepted_before = run.counters.delivered > 0;
         let sent =
-            match send_batch_proving(&target_session, &watch, &received, &prepared, attempts, accepted_before).await {
-                Ok(sent) => sent,
-                Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
-                Err(SendFailure::Full(e)) => {
-                    // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
-                    // target's duplicate cache.
-                    return wait_for_room(ctx, &mut run, &settings, full_words(&e)).await;
-                }
-                Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
-            };
-        let (already, one_by_one) = (sent.already, sent.one_by_one);
+            send_batch_proving(&target_session, &watch, &browsed.received, &prepared, attempts, accepted_before).await;
+        let sent = match sent {
+            Ok(sent) => sent,
+            Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
+            Err(SendFailure::Full(e)) => {
+                // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
+                // target's duplicate cache.
+                let wait = wait_for_room(self.ctx, &mut self.run, settings, full_words(&e)).await?;
+                return Ok(ControlFlow::Break(wait));
+            }
+            Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
+        };
         fault::reach("copy-target-commit");
+        drop(watch);
         if target_session.close().await.is_err() {
             // A session the broker did not confirm closing: that connection is not reused.
-            target_conn = None;
+            self.target_conn = None;
         }
+        Ok(ControlFlow::Continue((sent, missing_original)))
+    }
 
-        // Proven poison to a dead message queue on the source broker (SPEC §4.4): sent there, then recorded in the
-        // ledger with the batch so it is not copied again. A crash between the two re-proves it, and the DMQ
-        // refuses its duplicate id: recorded then (see dmq.rs).
-        let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
-        let mut dead = dmq::Outcome::default();
-        if !poisoned.is_empty() {
-            let dmq_session = source_conn.create_session(SessionOptions::transacted()).await?;
-            let items = sent.poison.into_iter().map(|p| (p.clone(), &received[p.index])).collect();
-            let dmq_ctx = dmq::Context::of_run(Mode::Copy, &run, &origin, &out_target, &settings);
-            dead = dmq::dead_letter_browsed(&source_conn, &dmq_session, items, &dmq_ctx).await?;
-            let _ = dmq_session.close().await;
+    /// Proven poison to a dead message queue on the source broker (SPEC §4.4): sent there, then recorded in the
+    /// ledger with the batch so it is not copied again. A crash between the two re-proves it, and the DMQ refuses
+    /// its duplicate id: recorded then (see dmq.rs).
+    async fn dead_letter(
+        &mut self,
+        browsed: &Browsed,
+        poison: Vec<dmq::Poison>,
+        route: &Route,
+        settings: &Settings,
+    ) -> Result<dmq::Outcome, RelayError> {
+        if poison.is_empty() {
+            return Ok(dmq::Outcome::default());
         }
+        let dmq_session = self.source_conn.create_session(SessionOptions::transacted()).await?;
+        let items = poison.into_iter().map(|p| (p.clone(), &browsed.received[p.index])).collect();
+        let dmq_ctx = dmq::Context::of_run(Mode::Copy, &self.run, &route.origin, &route.target, settings);
+        let dead = dmq::dead_letter_browsed(&self.source_conn, &dmq_session, items, &dmq_ctx).await?;
+        let _ = dmq_session.close().await;
+        Ok(dead)
+    }
+
+    /// The ledger and counters, fenced, in one transaction; the batch out of doubt. Ends the job when a poison
+    /// message found no DMQ, or when a stop was asked for (this batch re-sent what was in doubt).
+    async fn record(
+        &mut self,
+        browsed: &Browsed,
+        poisoned: &HashSet<usize>,
+        count: BatchCount,
+        dead: dmq::Outcome,
+    ) -> Step {
         let settled: HashSet<i64> = dead.dead.iter().map(|d| d.received_id).collect();
-
-        // Ledger and counters, fenced, in one transaction.
-        let n = (received.len() - poisoned.len()) as i64;
-        let poison_bytes: u64 = poisoned.iter().map(|&i| received[i].delivery.message().body.len() as u64).sum();
-        let ids: Vec<i64> = received
+        let ledger: Vec<i64> = browsed
+            .ids
             .iter()
             .enumerate()
-            .filter(|(i, r)| !poisoned.contains(i) || settled.contains(&r.delivery.message_id()))
-            .map(|(_, r)| r.delivery.message_id())
+            .filter(|(i, id)| !poisoned.contains(i) || settled.contains(id))
+            .map(|(_, id)| *id)
             .collect();
+        let run = &mut self.run;
         run.relay.waiting_since = None;
-        run.counters.delivered += n;
-        run.counters.dead_lettered += dead.dead.len() as i64;
-        run.counters.delivered_bytes += (bytes - poison_bytes) as i64;
-        run.counters.batches += 1;
-        run.counters.already_on_target += already;
-        if one_by_one {
-            run.counters.one_by_one_batches += 1;
-        }
-        run.relay.in_doubt.retain(|id| !batch_ids.contains(id));
-        run.relay.progressed_in = Some(JobAttempt::of(&ctx.job));
-        let mut tx = ctx.lease.begin().await?;
-        ledger_add(tx.conn(), run.id, &ids).await?;
+        run.counters.add_batch(&count);
+        run.relay.in_doubt.retain(|id| !browsed.ids.contains(id));
+        run.relay.progressed_in = Some(JobAttempt::of(&self.ctx.job));
+        let mut tx = self.ctx.lease.begin().await?;
+        ledger_add(tx.conn(), run.id, &ledger).await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         state::set_active_state(tx.conn(), run.id, "running").await?;
-        if one_by_one {
-            state::event(tx.conn(), run.id, "one_by_one", json!({ "batch": n, "already_on_target": already })).await?;
+        if count.one_by_one {
+            let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
+            state::event(tx.conn(), run.id, "one_by_one", event).await?;
         }
         for settled in &dead.dead {
             state::event(tx.conn(), run.id, "dead_lettered", settled.event(Mode::Copy)).await?;
@@ -313,51 +429,62 @@ pub async fn copy_slice(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig)
             // The message no DMQ accepted is neither copied nor in the ledger: a resume tries it again.
             state::event(tx.conn(), run.id, "dead_letter_refused", json!({ "why": reason })).await?;
             tx.commit_progress().await?;
-            drop(browser);
-            return Ok(Outcome::Stop { reason });
+            return Ok(ControlFlow::Break(Outcome::Stop { reason }));
         }
         // A stop requested before this slice began waited for this one batch, which re-sent what was in doubt.
-        let stop = tx.stop_requested() || ctx.stop_requested;
+        let stop = tx.stop_requested() || self.ctx.stop_requested;
         tx.commit_progress().await?;
         fault::reach("copy-ledger");
         if stop {
-            drop(browser);
-            return Ok(stop_outcome(&run));
+            return Ok(ControlFlow::Break(stop_outcome(run)));
         }
-        if browsed_to_end || slice_started.elapsed() >= SLICE || !ctx.lease.worker_accepting() {
-            break;
-        }
-        // Pacing: this batch's share of a second at `messages per second`, from when it started.
-        let share = Duration::from_secs_f64(n as f64 / settings.messages_per_second.max(0.001));
-        let elapsed = (Utc::now() - batch_started).to_std().unwrap_or_default();
-        if share > elapsed {
-            tokio::time::sleep(share - elapsed).await;
-        }
+        Ok(ControlFlow::Continue(()))
     }
 
-    let next = if browsed_to_end { Phase::CopyFinish.job() } else { Phase::CopySlice.job() };
-    if browsed_to_end {
-        // Whatever is still in doubt was not found again on the source: it will not be sent again.
-        run.relay.in_doubt.clear();
-    }
-    let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    tx.complete_and_enqueue(&next).await?;
-    let committed = tx.commit().await?;
-    let closing = async { browser.close().await.is_ok() && browse_session.close().await.is_ok() };
-    if tokio::time::timeout(Duration::from_secs(2), closing).await.unwrap_or(false) {
-        h.links.give_back(source_conn);
-        if let Some(conn) = target_conn {
-            h.links.give_back(conn);
+    /// The slice's job completed and its continuation enqueued: the finish once the selection is browsed to its
+    /// end, else the next slice. The connections go back to the pool when their sessions close in time.
+    async fn end(mut self) -> Result<Outcome, RelayError> {
+        let next = if self.browsed_to_end { Phase::CopyFinish.job() } else { Phase::CopySlice.job() };
+        if self.browsed_to_end {
+            // Whatever is still in doubt was not found again on the source: it will not be sent again.
+            self.run.relay.in_doubt.clear();
         }
+        let mut tx = self.ctx.lease.begin().await?;
+        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        tx.complete_and_enqueue(&next).await?;
+        let committed = tx.commit().await?;
+        let (browser, browse_session) = (self.browser, self.browse_session);
+        let closing = async { browser.close().await.is_ok() && browse_session.close().await.is_ok() };
+        if tokio::time::timeout(Duration::from_secs(2), closing).await.unwrap_or(false) {
+            self.h.links.give_back(self.source_conn);
+            if let Some(conn) = self.target_conn {
+                self.h.links.give_back(conn);
+            }
+        }
+        Ok(Outcome::Committed(committed))
     }
-    Ok(Outcome::Committed(committed))
+}
+
+/// The per-batch target guard of a copy: `Some(words)` when the run must wait for room.
+fn guard_target(
+    run: &TransferRun,
+    facts: &EndFacts,
+    batch_size: usize,
+    settings: &Settings,
+) -> Result<Option<String>, RelayError> {
+    let estimate = BatchSize::estimate(&run.counters, batch_size as u32, settings.batch_bytes);
+    match check_target(&run.plan.target.display(), facts, estimate, settings.capacity_threshold_pct) {
+        TargetCheck::Go => Ok(None),
+        TargetCheck::Refuse(words) => Err(RelayError::Refused(words)),
+        TargetCheck::Unknown(words) => Err(RelayError::Transient(words)),
+        TargetCheck::Wait(words) => Ok(Some(words)),
+    }
 }
 
 /// Ends this attempt's slice job and enqueues a fresh one, with a fresh retry budget, because an earlier attempt
 /// of this job copied messages (see the module doc). Nothing else is written: the run's state is as the last
 /// fenced commit left it.
-async fn hand_over(ctx: &JobContext, run: &state::MoveRun) -> Result<Outcome, RelayError> {
+async fn hand_over(ctx: &JobContext, run: &state::TransferRun) -> Result<Outcome, RelayError> {
     let mut tx = ctx.lease.begin().await?;
     let why = json!({ "attempt": ctx.job.attempt, "copied": run.counters.delivered });
     state::event(tx.conn(), run.id, "slice_handed_over", why).await?;
@@ -370,10 +497,10 @@ async fn hand_over(ctx: &JobContext, run: &state::MoveRun) -> Result<Outcome, Re
 /// remove the ledger, and end the run Succeeded or Partial. A browser's end of queue can come early (after a
 /// journal reload; messages given back by a consumer go to the head, behind it), so an end the counts do not
 /// prove is browsed again — the ledger skips what was copied — a bounded number of times.
-pub async fn copy_finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
     let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
-    let source_mbean = super::batch::source_queue_mbean(&source, &run);
+    let source_mbean = super::queues::source_queue_mbean(&source, &run);
     let effective = run.plan.effective_filter().unwrap_or_default();
     match &run.plan.selection {
         Selection::Ids(ids) => {

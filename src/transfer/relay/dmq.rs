@@ -3,7 +3,7 @@
 //! **Why it exists.** A message the target broker refuses on its own — not for room, disk, rights or a lost
 //! connection, which wait, stop or retry — would send its batch round the retry loop for ever, and every message
 //! behind it with it. Once such a message is **proven** poison (refused `target attempts` times in one-by-one mode
-//! while messages around it were committed: see [`super::batch::send_batch_proving`]), it is taken out of the run's
+//! while messages around it were committed: see [`super::send::send_batch_proving`]), it is taken out of the run's
 //! way here, kept on the source broker with the reasons it was refused, instead of stalling the run or being lost.
 //!
 //! **How.** In **one source transaction** the message is sent to the first queue of the `dmq chain` that accepts it
@@ -42,7 +42,8 @@ use artemis_core::message::{names, MessageHeaders, PropertyValue};
 use artemis_core::{Connection, Error, QueueConfig, Session};
 use chrono::Utc;
 
-use super::batch::{receive_batch, send_one, Limits, Received};
+use super::receive::{receive_batch, Limits, Received};
+use super::send::send_one;
 use super::spool::Spool;
 use super::{RelayConfig, RelayError};
 use crate::jobs::settings::Settings;
@@ -207,7 +208,7 @@ impl<'a> Context<'a> {
     /// The context of a batch of `run` (a move or a copy) sending to `target`.
     pub fn of_run(
         mode: Mode,
-        run: &'a super::state::MoveRun,
+        run: &'a super::state::TransferRun,
         origin: &'a Origin,
         target: &OutboundTarget,
         settings: &'a Settings,

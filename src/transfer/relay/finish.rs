@@ -8,13 +8,14 @@ use std::collections::HashSet;
 use artemis_core::{ConsumerOptions, SessionOptions};
 use serde_json::json;
 
-use super::batch::{
-    list_staging, outbound_batch, receive_batch, send_batch, source_queue_mbean, staging_depth, whole_queue_left,
-    Limits, SendFailure, TargetWatch,
-};
 use super::ends::NodeAccess;
-use super::state::{self, MoveRun};
-use super::{fault, MoveHandler, Phase, RelayConfig, RelayError};
+use super::queues::source_queue_mbean;
+use super::receive::{receive_batch, Limits};
+use super::refill::whole_queue_left;
+use super::send::{outbound_batch, send_batch, SendFailure, TargetWatch};
+use super::staged::{list_staging, staging_depth};
+use super::state::{self, TransferRun};
+use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::RunState;
 use crate::transfer::gather::end_facts;
@@ -28,7 +29,7 @@ use crate::transfer::staging::{self, Selected, StagingSpec};
 const MAX_FINISH_RECHECKS: u32 = 3;
 
 /// What a run selected, as `staging::not_taken` asks for it; `effective` is the plan's effective filter.
-pub(crate) fn selected_for_not_taken<'a>(run: &'a MoveRun, effective: &'a str) -> Selected<'a> {
+pub(crate) fn selected_for_not_taken<'a>(run: &'a TransferRun, effective: &'a str) -> Selected<'a> {
     let t0_millis = run.plan.t0_millis;
     match &run.plan.selection {
         Selection::Ids(_) => Selected::Ids(&run.relay.not_moved),
@@ -39,7 +40,7 @@ pub(crate) fn selected_for_not_taken<'a>(run: &'a MoveRun, effective: &'a str) -
     }
 }
 
-async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
+async fn load(ctx: &JobContext) -> Result<TransferRun, RelayError> {
     let mut conn = ctx.pool.acquire().await?;
     Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
 }
@@ -48,7 +49,7 @@ async fn load(ctx: &JobContext) -> Result<MoveRun, RelayError> {
 /// source broker's counts (`transfer::proof`), remove staging and its settings, and end the run Succeeded — or
 /// Partial when anything selected was not taken, was dead-lettered, or is not accounted for. An end the counts
 /// do not prove sends the run back to refilling, a bounded number of times.
-pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
     let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
     let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
@@ -110,14 +111,17 @@ pub async fn finish(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayE
 }
 
 /// The source queue's counters now (one batched read of the queue and its broker), for the proof of the end.
-pub(crate) async fn source_count_now(source: &NodeAccess, run: &MoveRun) -> Result<Option<SourceCount>, RelayError> {
+pub(crate) async fn source_count_now(
+    source: &NodeAccess,
+    run: &TransferRun,
+) -> Result<Option<SourceCount>, RelayError> {
     let facts = end_facts(&source.mgmt, &run.plan.source).await?;
     Ok(facts.queue.state().zip(facts.node.as_ref()).and_then(|(queue, node)| SourceCount::read(queue, &node.broker)))
 }
 
 /// The proof of a run's end from its counters: an id selection id by id, a frozen selection against the source
 /// broker's counts at `t0` and `now`. `moved_out_by_run` is what the run itself took out of the source queue.
-pub(crate) fn prove_end(run: &MoveRun, now: Option<SourceCount>, moved_out_by_run: i64) -> Proof {
+pub(crate) fn prove_end(run: &TransferRun, now: Option<SourceCount>, moved_out_by_run: i64) -> Proof {
     let c = &run.counters;
     let outcome = proof::Outcome {
         delivered: c.delivered,
@@ -167,7 +171,7 @@ pub(crate) fn proof_event(proof: &Proof) -> serde_json::Value {
 /// the pass; with `proof`, records why.
 pub(crate) async fn another_pass(
     ctx: &JobContext,
-    run: &mut MoveRun,
+    run: &mut TransferRun,
     phase: Phase,
     proof: Option<&Proof>,
 ) -> Result<Outcome, RelayError> {
@@ -189,7 +193,11 @@ pub(crate) async fn another_pass(
 /// target, and the duplicate id makes each land once), then the broker's move of everything else in staging
 /// back to the source queue, then staging removed; Returned. If the target cannot be reached the in-doubt
 /// messages stay in staging and the run fails, saying so.
-pub async fn return_to_source(h: &MoveHandler, ctx: &JobContext, config: &RelayConfig) -> Result<Outcome, RelayError> {
+pub async fn return_to_source(
+    h: &TransferHandler,
+    ctx: &JobContext,
+    config: &RelayConfig,
+) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
     let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
     {
@@ -267,10 +275,10 @@ fn count_left_on_source(c: &mut state::Counters) {
 /// Re-relays the in-doubt messages still in staging to the target (each lands once: the target's duplicate
 /// cache drops those it has), and counts those already gone from staging as delivered.
 async fn settle_in_doubt(
-    h: &MoveHandler,
+    h: &TransferHandler,
     ctx: &JobContext,
     config: &RelayConfig,
-    run: &mut MoveRun,
+    run: &mut TransferRun,
     source_conn: &artemis_core::Connection,
     staging_queue: &str,
 ) -> Result<(), RelayError> {
@@ -373,7 +381,7 @@ async fn settle_in_doubt(
 }
 
 /// The target FQQN of a run's messages.
-pub(crate) fn out_target(run: &MoveRun) -> OutboundTarget {
+pub(crate) fn out_target(run: &TransferRun) -> OutboundTarget {
     OutboundTarget {
         address: run.plan.target.address().to_string(),
         queue: run.plan.target.queue.clone(),
@@ -382,7 +390,7 @@ pub(crate) fn out_target(run: &MoveRun) -> OutboundTarget {
 }
 
 /// The trace of a run's messages.
-pub(crate) fn origin(run: &MoveRun) -> Origin {
+pub(crate) fn origin(run: &TransferRun) -> Origin {
     Origin {
         run: run.id,
         cluster: run.plan.source.cluster.clone(),

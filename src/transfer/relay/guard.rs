@@ -5,6 +5,7 @@
 //! **before** the commit that would have dropped messages. A target short of room makes the run wait. A fact
 //! that could not be read is never taken as a pass: the batch is retried later.
 
+use super::state::Counters;
 use crate::broker::jolokia::{FullPolicy, HeapUsage};
 use crate::transfer::facts::EndFacts;
 use crate::transfer::preview::SOURCE_HEAP_WAIT_PCT;
@@ -52,6 +53,26 @@ pub struct BatchSize {
     pub messages: i64,
     /// Body bytes (an estimate is fine: it only decides whether to wait).
     pub bytes: i64,
+}
+
+/// The body size a batch's estimate assumes per message while the run has not yet seen one (a move on one node
+/// never does: the broker moves its bodies).
+const ASSUMED_MESSAGE_BYTES: i64 = 1024;
+
+impl BatchSize {
+    /// A batch of `messages` at the run's average body size so far ([`ASSUMED_MESSAGE_BYTES`] before there is
+    /// one), at most `batch_bytes`: one estimate for a move, a copy and a move on one node.
+    pub fn estimate(counters: &Counters, messages: u32, batch_bytes: u64) -> BatchSize {
+        let average = match (counters.delivered, counters.delivered_bytes) {
+            (n, bytes) if n > 0 && bytes > 0 => bytes / n,
+            _ => ASSUMED_MESSAGE_BYTES,
+        };
+        let messages = i64::from(messages);
+        BatchSize {
+            messages,
+            bytes: average.saturating_mul(messages).min(i64::try_from(batch_bytes).unwrap_or(i64::MAX)),
+        }
+    }
 }
 
 /// Checks the target `queue` (display name for words) against `facts` for a batch of `batch`, waiting when an
@@ -276,6 +297,17 @@ mod tests {
     }
 
     const BATCH: BatchSize = BatchSize { messages: 200, bytes: 200 * 1024 };
+
+    #[test]
+    fn a_batch_is_estimated_at_the_runs_average_body_or_a_kibibyte_before_there_is_one() {
+        let mut counters = Counters::default();
+        assert_eq!(BatchSize::estimate(&counters, 200, 1 << 30), BatchSize { messages: 200, bytes: 200 * 1024 });
+        counters.delivered = 10;
+        assert_eq!(BatchSize::estimate(&counters, 200, 1 << 30).bytes, 200 * 1024, "no bytes seen: assumed");
+        counters.delivered_bytes = 10 * 5000;
+        assert_eq!(BatchSize::estimate(&counters, 200, 1 << 30).bytes, 200 * 5000);
+        assert_eq!(BatchSize::estimate(&counters, 200, 300_000).bytes, 300_000, "bounded by batch bytes");
+    }
 
     fn with_settings(raw: serde_json::Value, address_size: i64, count: i64) -> EndFacts {
         let mut f = healthy();

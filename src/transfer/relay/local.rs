@@ -32,12 +32,14 @@ use std::collections::HashSet;
 use chrono::Utc;
 use serde_json::json;
 
-use super::batch::{create_target_queue, source_queue_mbean, wait_for_room, whole_queue_left};
 use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
-use super::state::{self, MoveRun, RefillIntent};
-use super::{fault, MoveHandler, Phase, RelayError};
+use super::queues::{create_target_queue, source_queue_mbean};
+use super::refill::whole_queue_left;
+use super::run::wait_for_room;
+use super::state::{self, RefillIntent, TransferRun};
+use super::{fault, Phase, RelayError, TransferHandler};
 use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::{self, Settings};
@@ -51,12 +53,9 @@ use crate::transfer::staging::{self, StagingError};
 /// (given back by a consumer after the last chunk); after that they are counted as not taken.
 const MAX_FINISH_RECHECKS: u32 = 3;
 
-/// A message's size when nothing better is known, for the target's room check before a chunk.
-const ASSUMED_MESSAGE_BYTES: i64 = 1024;
-
 /// One job of a move on one node: settle a lost answer, then move one chunk, or end the run once the selection
 /// is exhausted.
-pub async fn local_move(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
+pub async fn local_move(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
         return Ok(revoked);
     }
@@ -116,10 +115,7 @@ pub async fn local_move(h: &MoveHandler, ctx: &JobContext) -> Result<Outcome, Re
 
     // The target, re-checked as before a relay batch.
     let batch = settings.batch_size.max(1);
-    let estimate = BatchSize {
-        messages: i64::from(batch),
-        bytes: (ASSUMED_MESSAGE_BYTES * i64::from(batch)).min(settings.batch_bytes as i64),
-    };
+    let estimate = BatchSize::estimate(&run.counters, batch, settings.batch_bytes);
     let facts = end_facts(&node.mgmt, &run.plan.target).await?;
     match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
         TargetCheck::Go => {}
@@ -160,7 +156,7 @@ fn id_chunk(settings: &Settings) -> usize {
 }
 
 /// Records `intent` (fenced) before the broker call it announces.
-async fn record_intent(ctx: &JobContext, run: &mut MoveRun, intent: RefillIntent) -> Result<(), RelayError> {
+async fn record_intent(ctx: &JobContext, run: &mut TransferRun, intent: RefillIntent) -> Result<(), RelayError> {
     run.relay.refill = Some(intent);
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
@@ -174,7 +170,7 @@ async fn move_frozen(
     ctx: &JobContext,
     node: &NodeAccess,
     source: &ObjectName,
-    run: &mut MoveRun,
+    run: &mut TransferRun,
     batch: u32,
 ) -> Result<i64, RelayError> {
     let batch = match whole_queue_left(run, run.counters.delivered + run.counters.uncertain) {
@@ -212,7 +208,7 @@ async fn move_ids(
     ctx: &JobContext,
     node: &NodeAccess,
     source: &ObjectName,
-    run: &mut MoveRun,
+    run: &mut TransferRun,
     budget: usize,
     chunk: usize,
 ) -> Result<i64, RelayError> {
@@ -276,7 +272,7 @@ async fn move_ids(
 }
 
 /// The intent's ids are answered: the cursor moves past them (or they leave the retry list).
-fn consume_intent(run: &mut MoveRun, intent: &RefillIntent, total: usize) {
+fn consume_intent(run: &mut TransferRun, intent: &RefillIntent, total: usize) {
     run.relay.refill = None;
     match intent.ids {
         Some((_, to)) => run.relay.ids_next = to.min(total),
@@ -288,7 +284,7 @@ fn consume_intent(run: &mut MoveRun, intent: &RefillIntent, total: usize) {
     run.relay.exhausted = run.relay.ids_next >= total && run.relay.retry_ids.is_empty();
 }
 
-async fn save_progress(ctx: &JobContext, run: &MoveRun) -> Result<(), RelayError> {
+async fn save_progress(ctx: &JobContext, run: &TransferRun) -> Result<(), RelayError> {
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
@@ -321,7 +317,7 @@ fn nothing_moved(e: &StagingError) -> bool {
 async fn settle(
     node: &NodeAccess,
     source: &ObjectName,
-    run: &mut MoveRun,
+    run: &mut TransferRun,
     intent: &RefillIntent,
     chunk: usize,
 ) -> Result<serde_json::Value, RelayError> {
@@ -382,7 +378,7 @@ async fn finish(
     ctx: &JobContext,
     node: &NodeAccess,
     source: &ObjectName,
-    run: &mut MoveRun,
+    run: &mut TransferRun,
 ) -> Result<Outcome, RelayError> {
     let effective = run.plan.effective_filter().unwrap_or_default();
     let selected = selected_for_not_taken(run, &effective);

@@ -16,9 +16,13 @@
 //!                         ledger and counters per batch)                   ledger removed)
 //! ```
 //!
-//! Parts: [`state`] (what the run row keeps), [`ends`] (live endpoints by NodeID), [`guard`] (the target
-//! re-check, pure), [`batch`] (one relay batch), [`finish`], [`local`] (a move on one node), [`spool`] (large
-//! bodies on disk), [`dmq`] (the dead message queue for proven poison), [`fault`] (the crash-test seam).
+//! Parts: [`state`] (what the run row keeps), [`run`] (loading it; the outcomes that pause or end it), [`ends`]
+//! (live endpoints by NodeID), [`queues`] (the run's source and target queue on them), [`guard`] (the target
+//! re-check, pure), [`prepare`] (a move's first job), [`batch`] (one relay batch of a move, as a pipeline of
+//! steps), [`staged`] (staging seen over Core), [`refill`] (the broker's move into staging), [`receive`] and
+//! [`send`] (a batch's source and target side), [`window`] (the target's duplicate-id window), [`finish`],
+//! [`local`] (a move on one node), [`copy`], [`spool`] (large bodies on disk), [`dmq`] (the dead message queue
+//! for proven poison), [`links`] (Core connections kept between batches), [`fault`] (the crash-test seam).
 
 pub mod batch;
 pub mod copy;
@@ -29,7 +33,14 @@ pub mod finish;
 pub mod guard;
 pub mod links;
 pub mod local;
+pub mod prepare;
+pub mod queues;
+pub mod receive;
+pub mod refill;
+pub mod run;
+pub mod send;
 pub mod spool;
+pub mod staged;
 pub mod state;
 pub mod window;
 
@@ -47,7 +58,8 @@ use crate::transfer::staging::StagingError;
 
 use self::spool::Spool;
 
-/// The job kind of a move's jobs.
+/// The job kind of a run's jobs, a move's and a copy's: named for the move, which came first; it is stored in job
+/// rows and written by the SQL start path (migrations 0004, 0005), so it stays.
 pub const KIND: &str = "transfer.move";
 
 /// What a move job does; its payload.
@@ -103,9 +115,9 @@ impl Default for RelayConfig {
     }
 }
 
-/// The handler of [`KIND`].
+/// The handler of [`KIND`]: every job of a transfer run, a move's and a copy's.
 #[derive(Debug, Clone)]
-pub struct MoveHandler {
+pub struct TransferHandler {
     config: RelayConfig,
     spool: Spool,
     permits: Option<Arc<dyn PermitSource>>,
@@ -115,11 +127,14 @@ pub struct MoveHandler {
     ends: Arc<ends::EndCache>,
 }
 
-impl MoveHandler {
+impl TransferHandler {
     /// A handler spooling under `config.spool_dir` (made or emptied now); management calls take `permits`.
-    pub fn new(config: RelayConfig, permits: Option<Arc<dyn PermitSource>>) -> Result<MoveHandler, spool::SpoolError> {
+    pub fn new(
+        config: RelayConfig,
+        permits: Option<Arc<dyn PermitSource>>,
+    ) -> Result<TransferHandler, spool::SpoolError> {
         let spool = Spool::create(&config.spool_dir)?;
-        Ok(MoveHandler { config, spool, permits, links: Arc::default(), ends: Arc::default() })
+        Ok(TransferHandler { config, spool, permits, links: Arc::default(), ends: Arc::default() })
     }
 
     /// The permits management calls take.
@@ -132,7 +147,7 @@ impl MoveHandler {
             RelayError::Refused(format!("job {} has a payload this worker cannot read: {e}", ctx.job.id))
         })?;
         match phase {
-            Phase::Prepare => batch::prepare(self, ctx).await,
+            Phase::Prepare => prepare::prepare(self, ctx).await,
             Phase::Relay => batch::relay(self, ctx, &self.config, &self.spool).await,
             Phase::Finish => finish::finish(self, ctx).await,
             Phase::Return => finish::return_to_source(self, ctx, &self.config).await,
@@ -143,7 +158,7 @@ impl MoveHandler {
     }
 }
 
-impl Handler for MoveHandler {
+impl Handler for TransferHandler {
     fn handle<'a>(&'a self, ctx: &'a JobContext) -> HandlerFuture<'a> {
         Box::pin(async move {
             match self.run(ctx).await {

@@ -93,7 +93,8 @@ pub struct Counters {
     pub selected: Option<i64>,
     /// Moved by the broker from the source into staging.
     pub staged: i64,
-    /// Committed on the target and acknowledged from staging.
+    /// Committed on the target and acknowledged from staging; for a copy, copied (committed on the target and
+    /// recorded in its ledger). The API and the run view show it under the word their mode uses.
     pub delivered: i64,
     /// Body bytes delivered.
     pub delivered_bytes: i64,
@@ -136,11 +137,41 @@ impl Counters {
     pub fn not_taken(&self) -> i64 {
         self.not_taken_in_delivery + self.not_taken_scheduled + self.not_taken_gone + self.not_taken_left
     }
+
+    /// One committed relay batch added (a move's or a copy's): the one place a batch is counted.
+    pub fn add_batch(&mut self, batch: &BatchCount) {
+        self.delivered += batch.delivered;
+        self.delivered_bytes += batch.delivered_bytes;
+        self.dead_lettered += batch.dead_lettered;
+        self.already_on_target += batch.already_on_target;
+        self.original_id_missing += batch.original_id_missing;
+        self.batches += 1;
+        if batch.one_by_one {
+            self.one_by_one_batches += 1;
+        }
+    }
 }
 
-/// The run row's parts a move job reads.
+/// What one committed relay batch adds to a run's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchCount {
+    /// Delivered (a copy: copied) — the batch's proven poison not among them.
+    pub delivered: i64,
+    /// Their body bytes.
+    pub delivered_bytes: i64,
+    /// Proven poison a dead message queue took.
+    pub dead_lettered: i64,
+    /// Messages the target already had (its duplicate-id cache dropped them).
+    pub already_on_target: i64,
+    /// Whether the batch went one message per transaction.
+    pub one_by_one: bool,
+    /// Delivered messages without their original source id.
+    pub original_id_missing: i64,
+}
+
+/// The run row's parts a job of the run reads (a move's or a copy's).
 #[derive(Debug, Clone)]
-pub struct MoveRun {
+pub struct TransferRun {
     /// The run.
     pub id: Uuid,
     /// The plan, frozen at preview.
@@ -198,7 +229,7 @@ struct Row {
 }
 
 /// Reads the run `id` as a move (inside a fenced transaction, or on the pool for a first look).
-pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateError> {
+pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<TransferRun, StateError> {
     let row: Row = sqlx::query_as(
         "SELECT id, state, plan, relay, counters, staging_queue, preview, stop_reason FROM transfer_run WHERE id = $1",
     )
@@ -225,7 +256,7 @@ pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<MoveRun, StateErr
         .as_ref()
         .and_then(|p| p.get("source_count_at_t0"))
         .and_then(|v| serde_json::from_value(v.clone()).ok());
-    Ok(MoveRun {
+    Ok(TransferRun {
         id: row.id,
         plan,
         relay,
@@ -300,6 +331,25 @@ pub async fn event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_is_counted_once_in_every_counter_it_touches() {
+        let mut c = Counters { delivered: 10, batches: 1, ..Counters::default() };
+        let batch = BatchCount {
+            delivered: 19,
+            delivered_bytes: 1900,
+            dead_lettered: 1,
+            already_on_target: 4,
+            one_by_one: true,
+            original_id_missing: 2,
+        };
+        c.add_batch(&batch);
+        assert_eq!((c.delivered, c.delivered_bytes, c.dead_lettered), (29, 1900, 1));
+        assert_eq!((c.already_on_target, c.original_id_missing), (4, 2));
+        assert_eq!((c.batches, c.one_by_one_batches), (2, 1));
+        c.add_batch(&BatchCount::default());
+        assert_eq!((c.batches, c.one_by_one_batches, c.delivered), (3, 1, 29));
+    }
 
     #[test]
     fn an_empty_column_reads_as_a_fresh_state() {

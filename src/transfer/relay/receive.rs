@@ -1,0 +1,84 @@
+//! The take of a batch from a staging consumer: messages received up to the batch's limits, each large body
+//! streamed to the worker's spool as it arrives, so a batch never holds a large body in memory.
+
+use std::collections::HashSet;
+
+use artemis_core::Delivery;
+
+use super::spool::{Spool, SpoolFile};
+use super::{RelayConfig, RelayError};
+
+/// A received staging message and, for a large one, its spooled body.
+pub(crate) struct Received {
+    pub(crate) delivery: Delivery,
+    spooled: Option<(SpoolFile, u64)>,
+}
+
+impl Received {
+    /// A message received whole into memory (a browsed one).
+    pub(crate) fn in_memory(delivery: Delivery) -> Received {
+        Received { delivery, spooled: None }
+    }
+
+    /// A message whose large body was streamed to `file` (`len` bytes).
+    pub(crate) fn spooled(delivery: Delivery, file: SpoolFile, len: u64) -> Received {
+        Received { delivery, spooled: Some((file, len)) }
+    }
+
+    /// The spool file of a large body; `None`: the body is in memory.
+    pub(crate) fn spool_file(&self) -> Option<&SpoolFile> {
+        self.spooled.as_ref().map(|(file, _)| file)
+    }
+
+    pub(crate) fn body_len(&self) -> u64 {
+        match &self.spooled {
+            Some((_, len)) => *len,
+            None => self.delivery.message().body.len() as u64,
+        }
+    }
+}
+
+/// How much one batch may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Messages.
+    pub messages: usize,
+    /// Body bytes (the batch ends after the message that reaches it).
+    pub bytes: u64,
+}
+
+/// Receives up to `limits` from `consumer`, spooling each large body to disk as it arrives. With `only`, the
+/// messages whose staging id is not in it are received but left out (they go back to staging when the
+/// session ends without acknowledging them), and receiving stops once all of `only` arrived.
+pub(crate) async fn receive_batch(
+    consumer: &mut artemis_core::Consumer,
+    spool: &Spool,
+    config: &RelayConfig,
+    limits: Limits,
+    only: Option<&HashSet<i64>>,
+) -> Result<(Vec<Received>, u64), RelayError> {
+    let mut received: Vec<Received> = Vec::new();
+    let mut bytes = 0u64;
+    let mut file = spool.file().await?;
+    while received.len() < limits.messages && bytes < limits.bytes {
+        if only.is_some_and(|ids| received.len() == ids.len()) {
+            break;
+        }
+        let wait = if received.is_empty() { config.first_receive } else { config.next_receive };
+        let Some(delivery) = consumer.recv_streaming(wait, file.writer()).await? else { break };
+        let spooled = if delivery.body_streamed() {
+            let len = file.finish().await.map_err(|e| RelayError::transient("spooling a large body", e))?;
+            let full = std::mem::replace(&mut file, spool.file().await?);
+            Some((full, len))
+        } else {
+            None
+        };
+        if only.is_some_and(|ids| !ids.contains(&delivery.message_id())) {
+            continue;
+        }
+        let item = Received { delivery, spooled };
+        bytes += item.body_len();
+        received.push(item);
+    }
+    Ok((received, bytes))
+}

@@ -1,0 +1,134 @@
+//! The broker's move of more of a move's selection into staging (SPEC §4.2 refill): the intent recorded, fenced,
+//! before the broker's call and its result after, so a crash between them is settled from broker truth.
+
+use std::collections::HashSet;
+
+use chrono::Utc;
+
+use super::ends::NodeAccess;
+use super::fault;
+use super::queues::source_queue_mbean;
+use super::state::{self, RefillIntent, TransferRun};
+use super::RelayError;
+use crate::broker::jolokia::ObjectName;
+use crate::jobs::handler::JobContext;
+use crate::jobs::settings::Settings;
+use crate::transfer::plan::Selection;
+use crate::transfer::staging;
+
+/// The broker's move of more of the selection into staging, its intent recorded (fenced) before the call and
+/// its result after.
+pub(crate) async fn refill(
+    ctx: &JobContext,
+    source: &NodeAccess,
+    run: &mut TransferRun,
+    staging_queue: &str,
+    count: u32,
+    chunk: usize,
+) -> Result<(), RelayError> {
+    let ids_range = match &run.plan.selection {
+        Selection::Ids(ids) => {
+            let from = run.relay.ids_next.min(ids.len());
+            Some((from, (from + count as usize).min(ids.len())))
+        }
+        _ => None,
+    };
+    run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+
+    let source_mbean = source_queue_mbean(source, run);
+    match (&run.plan.selection, ids_range) {
+        (Selection::Ids(ids), Some((from, to))) => {
+            let moved = refill_ids_chunked(source, &source_mbean, staging_queue, &ids[from..to], chunk).await?;
+            fault::reach("refill");
+            run.counters.staged += moved.moved.len() as i64;
+            run.relay.not_moved.extend(moved.not_moved.iter().copied());
+            run.relay.ids_next = to;
+            run.relay.exhausted = to >= ids.len();
+        }
+        _ => {
+            let filter = run.plan.effective_filter().unwrap_or_default();
+            let t0 = Some(run.plan.t0_millis);
+            let moved =
+                staging::refill_by_filter(&source.mgmt, &source_mbean, staging_queue, &filter, count, t0).await?;
+            fault::reach("refill");
+            run.counters.staged += moved as i64;
+            // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
+            // consumer or scheduled is counted as not taken at the finish).
+            run.relay.exhausted = moved == 0;
+        }
+    }
+    run.relay.refill = None;
+    let mut tx = ctx.lease.begin().await?;
+    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+    Ok(())
+}
+
+/// How many more messages a whole-queue run may take: the broker's count at `t0` less what it took (`taken`). A
+/// message sent after `t0` but stamped at or before it — by a producer that sends timestamp 0 (JMS
+/// `setDisableMessageTimestamp`) or whose clock is slow — matches the frozen filter; the count keeps the run from
+/// taking such a producer's messages for ever. `None`: no cap (a filter, whose count is rarely exact, or ids).
+pub(crate) fn whole_queue_left(run: &TransferRun, taken: i64) -> Option<u32> {
+    match (&run.plan.selection, run.selection_size) {
+        (Selection::All, Some(counted)) => Some(u32::try_from((counted - taken).max(0)).unwrap_or(u32::MAX)),
+        _ => None,
+    }
+}
+
+/// How many ids one batched management request moves: a batch costs one permit per id, and the per-node
+/// bucket never holds more than a second's worth, so half of that keeps room for the other calls.
+pub(crate) fn id_chunk(settings: &Settings) -> usize {
+    ((settings.node_calls_per_second / 2.0).floor() as usize).clamp(1, 50)
+}
+
+/// The broker's move of `ids`, in batched requests of at most `chunk` ids.
+async fn refill_ids_chunked(
+    source: &NodeAccess,
+    source_mbean: &ObjectName,
+    staging_queue: &str,
+    ids: &[i64],
+    chunk: usize,
+) -> Result<staging::IdsMoved, RelayError> {
+    let mut all = staging::IdsMoved::default();
+    for part in ids.chunks(chunk.max(1)) {
+        let moved = staging::refill_by_ids(&source.mgmt, source_mbean, staging_queue, part).await?;
+        all.moved.extend(moved.moved);
+        all.not_moved.extend(moved.not_moved);
+    }
+    Ok(all)
+}
+
+/// A refill whose result was never recorded (a crash between the broker's move and the write). For a filter
+/// nothing needs settling: the next refill asks the broker again. For an id selection, the ids of its range
+/// already in staging (by their `_AMQ_ORIG_MESSAGE_ID`) were moved; the others are handed to the broker again,
+/// so each id ends up counted once, as staged or as not moved.
+pub(crate) async fn settle_refill_intent(
+    source: &NodeAccess,
+    run: &mut TransferRun,
+    staging_queue: &str,
+    intent: &RefillIntent,
+    in_staging: &HashSet<i64>,
+    chunk: usize,
+) -> Result<(), RelayError> {
+    let (Selection::Ids(ids), Some((from, to))) = (&run.plan.selection, intent.ids) else {
+        return Ok(());
+    };
+    let range = &ids[from.min(ids.len())..to.min(ids.len())];
+    let (already, rest): (Vec<i64>, Vec<i64>) = range.iter().partition(|id| in_staging.contains(id));
+    let mut staged = already.len() as i64;
+    let mut not_moved = Vec::new();
+    if !rest.is_empty() {
+        let source_mbean = source_queue_mbean(source, run);
+        let moved = refill_ids_chunked(source, &source_mbean, staging_queue, &rest, chunk).await?;
+        staged += moved.moved.len() as i64;
+        not_moved = moved.not_moved;
+    }
+    run.counters.staged += staged;
+    run.relay.not_moved.extend(not_moved);
+    run.relay.ids_next = to;
+    run.relay.exhausted = to >= ids.len();
+    Ok(())
+}

@@ -1,0 +1,335 @@
+//! The target side of a batch: outbound headers, the sends in one transaction (or one message per transaction
+//! when the broker refuses the whole: duplicates, proven poison), the target queue watched until the commit, and
+//! the target's refusals sorted into full (wait), refused (fail) and other (retry).
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use artemis_core::{CoreMessage, MessageHeaders};
+
+use super::dmq;
+use super::fault;
+use super::guard::{recheck_before_commit, QueueView};
+use super::receive::Received;
+use super::state::{BatchCount, TransferRun};
+use super::RelayError;
+use crate::broker::jolokia::RoutingType;
+use crate::transfer::facts::EndFacts;
+use crate::transfer::outbound::{outbound_headers, Origin, OutboundTarget};
+use crate::transfer::plan::Mode;
+
+/// Where a batch goes, and where it came from, for its outbound headers and for a DMQ.
+pub(crate) struct Route {
+    pub(crate) target: OutboundTarget,
+    pub(crate) origin: Origin,
+}
+
+impl Route {
+    /// The target queue with its routing type (anycast where the guard could not read it) and the source.
+    pub(crate) fn of(run: &TransferRun, facts: &EndFacts) -> Route {
+        let routing = facts
+            .queue
+            .state()
+            .and_then(|q| q.routing_type)
+            .map(core_routing)
+            .unwrap_or(artemis_core::admin::RoutingType::Anycast);
+        Route {
+            target: OutboundTarget {
+                address: run.plan.target.address().to_string(),
+                queue: run.plan.target.queue.clone(),
+                routing,
+            },
+            origin: Origin {
+                run: run.id,
+                cluster: run.plan.source.cluster.clone(),
+                node: run.plan.source.node.clone(),
+                queue: run.plan.source.queue.clone(),
+            },
+        }
+    }
+}
+
+/// What a batch whose target commit is done adds to the counters, its proven poison left out (the DMQ step
+/// counts what a dead message queue took).
+pub(crate) fn batch_count(received: &[Received], bytes: u64, sent: &Sent, missing_original: i64) -> BatchCount {
+    let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
+    let poison_bytes: u64 = poisoned.iter().map(|&i| received[i].body_len()).sum();
+    BatchCount {
+        delivered: (received.len() - poisoned.len()) as i64,
+        delivered_bytes: bytes.saturating_sub(poison_bytes) as i64,
+        dead_lettered: 0,
+        already_on_target: sent.already,
+        one_by_one: sent.one_by_one,
+        original_id_missing: missing_original,
+    }
+}
+
+/// The outbound headers of a received batch, and how many lacked their original source id.
+pub(crate) fn outbound_batch(
+    received: &[Received],
+    target: &OutboundTarget,
+    origin: &Origin,
+    mode: Mode,
+) -> (Vec<MessageHeaders>, i64) {
+    let mut missing_original = 0i64;
+    let prepared = received
+        .iter()
+        .map(|r| {
+            let out = outbound_headers(&r.delivery.message().headers, r.delivery.message_id(), mode, target, origin);
+            if out.original_message_id.is_none() {
+                missing_original += 1;
+            }
+            out.headers
+        })
+        .collect();
+    (prepared, missing_original)
+}
+
+/// The target refused room.
+pub(crate) struct Full {
+    /// The broker's error.
+    pub error: artemis_core::Error,
+    /// Whether it came in one-by-one mode (some messages may be committed on the target).
+    pub one_by_one: bool,
+}
+
+/// Why a batch could not be committed on the target.
+pub(crate) enum SendFailure {
+    /// The address is full: wait for room.
+    Full(Full),
+    /// The target queue changed while the batch was being sent (deleted, disabled, …; see
+    /// [`recheck_before_commit`]): the transaction was rolled back instead of committed.
+    Refused {
+        /// Why, in words.
+        words: String,
+        /// Whether it came in one-by-one mode (the messages before it may be committed on the target).
+        one_by_one: bool,
+    },
+    /// Anything else.
+    Other(artemis_core::Error),
+}
+
+/// The target queue as a batch found it just before sending, checked again before every target commit: the
+/// guard's look at the start of the batch is too early for a queue deleted or disabled while the batch is sent
+/// (see [`recheck_before_commit`]). A Core queue query each time: no management permit.
+pub(crate) struct TargetWatch<'a> {
+    conn: &'a artemis_core::Connection,
+    queue: String,
+    display: String,
+    before: QueueView,
+}
+
+impl<'a> TargetWatch<'a> {
+    /// Looks at the target queue `queue` (`display` for words) before anything is sent.
+    pub(crate) async fn start(
+        conn: &'a artemis_core::Connection,
+        queue: &str,
+        display: &str,
+    ) -> Result<TargetWatch<'a>, RelayError> {
+        match conn.queue_query(queue).await? {
+            Some(info) => {
+                let before = QueueView::from(&info);
+                recheck_before_commit(display, &before, Some(&before)).map_err(RelayError::Refused)?;
+                Ok(TargetWatch { conn, queue: queue.to_string(), display: display.to_string(), before })
+            }
+            None => Err(RelayError::Refused(format!(
+                "the target queue {display} no longer exists: a send would be dropped or re-create it by \
+                 auto-create, so nothing was sent"
+            ))),
+        }
+    }
+
+    async fn check(&self, one_by_one: bool) -> Result<(), SendFailure> {
+        let after = self.conn.queue_query(&self.queue).await.map_err(SendFailure::Other)?;
+        recheck_before_commit(&self.display, &self.before, after.map(|q| QueueView::from(&q)).as_ref())
+            .map_err(|words| SendFailure::Refused { words, one_by_one })
+    }
+}
+
+/// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still
+/// acceptable after the sends. Artemis rejects a whole transaction that holds one duplicate: then the batch goes
+/// again one message per transaction, each duplicate being a message the target already has. Returns (messages
+/// already on the target, whether it went one by one). A message the target refuses on its own is an error here
+/// (the return's settling does not dead-letter); a relay batch uses [`send_batch_proving`].
+pub(crate) async fn send_batch(
+    target_session: &artemis_core::Session,
+    watch: &TargetWatch<'_>,
+    received: &[Received],
+    prepared: &[MessageHeaders],
+) -> Result<(i64, bool), SendFailure> {
+    let sent = send_batch_proving(target_session, watch, received, prepared, 1, false).await?;
+    match sent.poison.into_iter().next() {
+        Some(refused) => Err(SendFailure::Other(refused.error)),
+        None => Ok((sent.already, sent.one_by_one)),
+    }
+}
+
+/// What a batch's sends achieved.
+pub(crate) struct Sent {
+    /// Messages the target already had (duplicates).
+    pub already: i64,
+    /// Whether the batch went one message per transaction.
+    pub one_by_one: bool,
+    /// Messages proven poison (SPEC §4.4): never committed on the target; the rest of the batch is.
+    pub poison: Vec<dmq::Poison>,
+}
+
+/// [`send_batch`], proving poison (SPEC §4.4): a whole transaction refused for a duplicate or for a refusal that
+/// may be one message's ([`dmq::may_be_poison`]) goes again one message per transaction; there a message the
+/// target refuses on its own is tried `target_attempts` times in all. Only when at least one other message of
+/// the batch was committed meanwhile are the refused ones proven poison (returned in [`Sent::poison`]): a batch
+/// where nothing commits says more about the target than about its messages, and stays a transient failure. A
+/// batch of **one** has no other message: there the messages this run already committed to the target
+/// (`accepted_before`) are the ones around it, so a lone message at the end of a selection is not left to stall
+/// the run.
+pub(crate) async fn send_batch_proving(
+    target_session: &artemis_core::Session,
+    watch: &TargetWatch<'_>,
+    received: &[Received],
+    prepared: &[MessageHeaders],
+    target_attempts: u32,
+    accepted_before: bool,
+) -> Result<Sent, SendFailure> {
+    // Flow-controlled like any Core producer (§8.6): an address that blocks its producers when full (BLOCK) is
+    // honoured — without credits the broker would take the sends past its max-size-bytes — and one that stays
+    // blocked for TARGET_CREDIT_WAIT counts as full (rolled back, and the run waits for room).
+    let producer = match prepared.first().and_then(|h| h.address.as_ref()) {
+        Some(fqqn) => {
+            target_session.producer_with_flow_control(&fqqn.to_string_lossy(), TARGET_CREDIT_WINDOW, TARGET_CREDIT_WAIT)
+        }
+        None => target_session.producer(None),
+    };
+    let all = async {
+        for (r, headers) in received.iter().zip(prepared) {
+            send_target(&producer, r, headers).await.map_err(SendFailure::Other)?;
+        }
+        watch.check(false).await?;
+        target_session.commit().await.map_err(SendFailure::Other)
+    };
+    match all.await {
+        Ok(()) => return Ok(Sent { already: 0, one_by_one: false, poison: Vec::new() }),
+        Err(SendFailure::Other(e)) if e.is_duplicate_id() || dmq::may_be_poison(&e) => {
+            let _ = target_session.rollback().await;
+        }
+        Err(SendFailure::Other(e)) if target_full(&e) => {
+            let _ = target_session.rollback().await;
+            return Err(SendFailure::Full(Full { error: e, one_by_one: false }));
+        }
+        Err(refused @ SendFailure::Refused { .. }) => {
+            let _ = target_session.rollback().await;
+            return Err(refused);
+        }
+        Err(e) => return Err(e),
+    }
+    let mut already = 0i64;
+    let mut committed = 0usize;
+    let mut poison: Vec<dmq::Poison> = Vec::new();
+    for (index, (r, headers)) in received.iter().zip(prepared).enumerate() {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            // (failure, whether it came at the commit)
+            let single = async {
+                send_target(&producer, r, headers).await.map_err(|e| (SendFailure::Other(e), false))?;
+                watch.check(true).await.map_err(|f| (f, false))?;
+                target_session.commit().await.map_err(|e| (SendFailure::Other(e), true))
+            };
+            match single.await {
+                Ok(()) => {
+                    committed += 1;
+                    break;
+                }
+                Err((SendFailure::Other(e), _)) if e.is_duplicate_id() => {
+                    let _ = target_session.rollback().await;
+                    already += 1;
+                    break;
+                }
+                Err((SendFailure::Other(e), _)) if target_full(&e) => {
+                    let _ = target_session.rollback().await;
+                    return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
+                }
+                Err((refused @ SendFailure::Refused { .. }, _)) => {
+                    let _ = target_session.rollback().await;
+                    return Err(refused);
+                }
+                Err((SendFailure::Other(e), committing)) if dmq::may_be_poison(&e) => {
+                    let _ = target_session.rollback().await;
+                    if attempt >= target_attempts.max(1) {
+                        let reason = dmq::reason_of(&e, committing);
+                        tracing::info!(message = index, attempts = attempt, error = %e, "the target refused a message");
+                        poison.push(dmq::Poison { index, error: e, reason, attempts: attempt });
+                        break;
+                    }
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+    let lone_after_others = received.len() == 1 && accepted_before;
+    if committed == 0 && !poison.is_empty() && !lone_after_others {
+        // Nothing around the refused messages was committed: no proof.
+        return Err(SendFailure::Other(poison.swap_remove(0).error));
+    }
+    Ok(Sent { already, one_by_one: true, poison })
+}
+
+/// Sends one message to the target, unless the test seam ([`fault::refusal`]) refuses it as the target would.
+async fn send_target(
+    producer: &artemis_core::Producer,
+    r: &Received,
+    headers: &MessageHeaders,
+) -> Result<(), artemis_core::Error> {
+    if let Some(refused) = fault::refusal(headers) {
+        return Err(refused);
+    }
+    send_one(producer, r, headers).await
+}
+
+/// Producer credits the relay asks the target for at a time (the Java client's default producer window).
+const TARGET_CREDIT_WINDOW: u32 = 64 * 1024;
+
+/// How long a send waits for producer credits before its target address counts as full.
+const TARGET_CREDIT_WAIT: Duration = Duration::from_secs(10);
+
+/// The target has no room: full under FAIL (refused), or under BLOCK (no credits in [`TARGET_CREDIT_WAIT`]).
+fn target_full(e: &artemis_core::Error) -> bool {
+    e.is_address_full() || e.is_producer_blocked()
+}
+
+/// Why the run waits after the target refused room, in words.
+pub(crate) fn full_words(e: &Full) -> String {
+    if e.error.is_producer_blocked() {
+        format!(
+            "the target address is full and blocks its producers (address-full-policy BLOCK): no producer credits \
+             within {} s",
+            TARGET_CREDIT_WAIT.as_secs()
+        )
+    } else {
+        format!("the target refused a send: {}", e.error)
+    }
+}
+
+/// Sends one received message: from memory, or streamed from its spool file.
+pub(crate) async fn send_one(
+    producer: &artemis_core::Producer,
+    r: &Received,
+    headers: &MessageHeaders,
+) -> Result<(), artemis_core::Error> {
+    match r.spool_file() {
+        Some(file) => {
+            let reader = file.reader().await.map_err(|e| artemis_core::Error::BodyIo(std::sync::Arc::new(e)))?;
+            producer.send_large_from(headers, reader).await
+        }
+        None => {
+            let message = CoreMessage { headers: headers.clone(), body: r.delivery.message().body.clone() };
+            producer.send(&message).await
+        }
+    }
+}
+
+pub(crate) fn core_routing(r: RoutingType) -> artemis_core::admin::RoutingType {
+    match r {
+        RoutingType::Anycast => artemis_core::admin::RoutingType::Anycast,
+        RoutingType::Multicast => artemis_core::admin::RoutingType::Multicast,
+    }
+}
