@@ -12,14 +12,13 @@ use super::ends::NodeAccess;
 use super::queues::source_queue_mbean;
 use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
-use super::send::{outbound_batch, send_batch, SendFailure, TargetWatch};
+use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
 use super::state::{self, TransferRun};
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::RunState;
 use crate::transfer::gather::end_facts;
-use crate::transfer::outbound::{Origin, OutboundTarget};
 use crate::transfer::plan::Selection;
 use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
 use crate::transfer::staging::{self, Selected, StagingSpec};
@@ -329,7 +328,8 @@ async fn settle_in_doubt(
             )));
         }
         let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
-        let (prepared, _) = outbound_batch(&received, &out_target(run), &origin(run), crate::transfer::Mode::Move);
+        let route = Route::with_routing(run, artemis_core::admin::RoutingType::Anycast);
+        let (prepared, _) = outbound_batch(&received, &route.target, &route.origin, crate::transfer::Mode::Move);
         // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
         let stays = |words: String| {
             RelayError::Refused(format!(
@@ -378,23 +378,4 @@ async fn settle_in_doubt(
     .await?;
     tx.commit_progress().await?;
     Ok(())
-}
-
-/// The target FQQN of a run's messages.
-pub(crate) fn out_target(run: &TransferRun) -> OutboundTarget {
-    OutboundTarget {
-        address: run.plan.target.address().to_string(),
-        queue: run.plan.target.queue.clone(),
-        routing: artemis_core::admin::RoutingType::Anycast,
-    }
-}
-
-/// The trace of a run's messages.
-pub(crate) fn origin(run: &TransferRun) -> Origin {
-    Origin {
-        run: run.id,
-        cluster: run.plan.source.cluster.clone(),
-        node: run.plan.source.node.clone(),
-        queue: run.plan.source.queue.clone(),
-    }
 }

@@ -33,6 +33,11 @@ impl Route {
             .and_then(|q| q.routing_type)
             .map(core_routing)
             .unwrap_or(artemis_core::admin::RoutingType::Anycast);
+        Route::with_routing(run, routing)
+    }
+
+    /// The run's target queue reached with `routing`, and the run's source as the trace.
+    pub(crate) fn with_routing(run: &TransferRun, routing: artemis_core::admin::RoutingType) -> Route {
         Route {
             target: OutboundTarget {
                 address: run.plan.target.address().to_string(),
