@@ -5,9 +5,11 @@
 //! - [`discover`]: a cluster's nodes learnt from one seed node's topology.
 //! - [`credentials`]: credentials come from the environment by reference; they are never stored.
 //! - [`live`]: which endpoint of a node is live now (asked, never assumed), as a management client.
+//! - [`ends`]: a run's end resolved to its live endpoint for a job, and kept for a minute.
 
 pub mod credentials;
 pub mod discover;
+pub mod ends;
 pub mod live;
 pub mod store;
 

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::registry::ends::NodeRef;
+
 /// Move (the messages leave the source) or copy (the source is untouched).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -44,6 +46,11 @@ pub struct QueueRef {
 }
 
 impl QueueRef {
+    /// The node that holds the queue, by name.
+    pub fn node_ref(&self) -> NodeRef<'_> {
+        NodeRef { cluster: &self.cluster, node: &self.node }
+    }
+
     /// The queue's address.
     pub fn address(&self) -> &str {
         self.address.as_deref().unwrap_or(&self.queue)

@@ -31,9 +31,7 @@ use artemis_core::{Connection, Consumer, ConsumerOptions, Session, SessionOption
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::ends::NodeAccess;
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
-use super::links::Link;
 use super::queues::target_facts;
 use super::receive::{receive_batch, Limits, Received};
 use super::refill::{id_chunk, refill, settle_refill_intent, whole_queue_left};
@@ -44,10 +42,13 @@ use super::staged::{check_staging_consumers, list_staging, staging_depth, HELD_E
 use super::state::{self, BatchCount, TransferRun};
 use super::window::{self, Resend};
 use super::{dmq, fault, Phase, RelayConfig, RelayError, TransferHandler};
+use crate::broker::core_pool::Link;
 use crate::broker::jolokia::BrokerState;
+use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::lease::Committed;
 use crate::jobs::settings::Settings;
+use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
 
@@ -192,7 +193,7 @@ impl<'a> Batch<'a> {
     /// out together, and the target re-checked in one batched request.
     async fn guard(&mut self) -> Step<Ends> {
         let (source, target) = tokio::join!(
-            NodeAccess::resolve_cached(&self.ctx.pool, &self.run.plan.source, self.h.permits(), &self.h.ends),
+            ends::resolve_cached(&self.ctx.pool, self.run.plan.source.node_ref(), self.h.permits(), &self.h.ends),
             target_facts(self.h, self.ctx, &self.run)
         );
         let source = source?;
@@ -577,7 +578,7 @@ impl<'a> Batch<'a> {
     /// The job is committed and its continuation may already be leased to this worker, unrenewed until this
     /// returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over) gets
     /// CLOSE_WAIT, then whatever is still open is dropped (its sockets closed). Connections whose sessions all
-    /// closed go back to the pool for the next batch (links.rs says why that is safe).
+    /// closed go back to the pool for the next batch (`crate::broker::core_pool` says why that is safe).
     async fn close(mut self, source: SourceSide, target_conn: Link, target_session: Session) {
         let SourceSide { conn: source_conn, session, consumer } = source;
         let closing = async {

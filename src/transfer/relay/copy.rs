@@ -32,10 +32,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::dmq;
-use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize, TargetCheck};
-use super::links::Link;
 use super::queues::target_facts;
 use super::receive::Received;
 use super::refill::whole_queue_left;
@@ -44,10 +42,13 @@ use super::send::{batch_count, full_words, outbound_batch, send_batch_proving, R
 use super::state::{self, BatchCount, JobAttempt, TransferRun};
 use super::window::{self, Resend};
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
+use crate::broker::core_pool::Link;
 use crate::broker::jolokia::BrokerState;
+use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::Settings;
 use crate::jobs::RunState;
+use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
 use crate::transfer::proof::{self, Verdict};
@@ -114,7 +115,7 @@ async fn before_the_slice(
     }
     if run.create_target && !run.relay.prepared {
         // The preview promised to create the missing target queue, as a move does (never left to auto-create).
-        let target = NodeAccess::resolve_cached(&ctx.pool, &run.plan.target, h.permits(), &h.ends).await?;
+        let target = ends::resolve_cached(&ctx.pool, run.plan.target.node_ref(), h.permits(), &h.ends).await?;
         super::queues::create_target_queue(&target, run).await?;
         run.relay.prepared = true;
         let mut tx = ctx.lease.begin().await?;
@@ -167,7 +168,7 @@ impl<'a> Slice<'a> {
         config: &'a RelayConfig,
         run: TransferRun,
     ) -> Result<Slice<'a>, RelayError> {
-        let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+        let source = ends::resolve_cached(&ctx.pool, run.plan.source.node_ref(), h.permits(), &h.ends).await?;
         let source_conn = h.links.take(&source, config.connection_ttl).await?;
         let browse_session = source_conn.create_session(SessionOptions::auto_commit()).await?;
         let mut options = ConsumerOptions::default();
@@ -499,7 +500,7 @@ async fn hand_over(ctx: &JobContext, run: &state::TransferRun) -> Result<Outcome
 /// prove is browsed again — the ledger skips what was copied — a bounded number of times.
 pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
-    let source = NodeAccess::resolve_cached(&ctx.pool, &run.plan.source, h.permits(), &h.ends).await?;
+    let source = ends::resolve_cached(&ctx.pool, run.plan.source.node_ref(), h.permits(), &h.ends).await?;
     let source_mbean = super::queues::source_queue_mbean(&source, &run);
     let effective = run.plan.effective_filter().unwrap_or_default();
     match &run.plan.selection {

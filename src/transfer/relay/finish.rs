@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use artemis_core::{ConsumerOptions, SessionOptions};
 use serde_json::json;
 
-use super::ends::NodeAccess;
 use super::queues::source_queue_mbean;
 use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
@@ -16,8 +15,10 @@ use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
 use super::state::{self, TransferRun};
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
+use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::RunState;
+use crate::registry::ends;
 use crate::transfer::gather::end_facts;
 use crate::transfer::plan::Selection;
 use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
@@ -51,7 +52,7 @@ async fn load(ctx: &JobContext) -> Result<TransferRun, RelayError> {
 pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
     let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
-    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     let staging_queue = run.staging_queue.clone().unwrap_or_else(|| staging::staging_queue_name(run.id));
     let spec = StagingSpec { name: staging_queue.clone(), batch_size: settings.batch_size };
     let conn = source.connect(std::time::Duration::from_secs(30)).await?;
@@ -204,7 +205,7 @@ pub async fn return_to_source(
         state::set_active_state(tx.conn(), run.id, "returning").await?;
         tx.commit_progress().await?;
     }
-    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     let Some(staging_queue) = run.staging_queue.clone() else {
         // Nothing was ever staged: nothing to return, everything selected is still on the source.
         count_left_on_source(&mut run.counters);
@@ -312,7 +313,7 @@ async fn settle_in_doubt(
             ))
         };
         let target =
-            NodeAccess::resolve(&ctx.pool, &run.plan.target, h.permits()).await.map_err(|e| unreachable(&e))?;
+            ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
         let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
         let session = source_conn.create_session(SessionOptions::transacted()).await?;
         let mut consumer = session.create_consumer(staging_queue, ConsumerOptions::default()).await?;

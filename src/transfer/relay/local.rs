@@ -32,7 +32,6 @@ use std::collections::HashSet;
 use chrono::Utc;
 use serde_json::json;
 
-use super::ends::NodeAccess;
 use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::queues::{create_target_queue, source_queue_mbean};
@@ -41,9 +40,11 @@ use super::run::wait_for_room;
 use super::state::{self, RefillIntent, TransferRun};
 use super::{fault, Phase, RelayError, TransferHandler};
 use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
+use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::{self, Settings};
 use crate::jobs::RunState;
+use crate::registry::ends;
 use crate::transfer::gather::end_facts;
 use crate::transfer::plan::{Mode, Selection};
 use crate::transfer::proof::{self, Verdict};
@@ -71,7 +72,7 @@ pub async fn local_move(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome
             run.id
         )));
     }
-    let node = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let node = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     let source = source_queue_mbean(&node, &run);
     let chunk = id_chunk(&settings);
 

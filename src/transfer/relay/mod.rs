@@ -27,11 +27,9 @@
 pub mod batch;
 pub mod copy;
 pub mod dmq;
-pub mod ends;
 pub mod fault;
 pub mod finish;
 pub mod guard;
-pub mod links;
 pub mod local;
 pub mod prepare;
 pub mod queues;
@@ -50,10 +48,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::broker::core_pool::CorePool;
 use crate::broker::jolokia::JolokiaError;
 use crate::broker::permits::PermitSource;
 use crate::jobs::handler::{Handler, HandlerFuture, JobContext, Outcome};
 use crate::jobs::NewJob;
+use crate::registry::ends::{EndCache, EndError};
 use crate::transfer::staging::StagingError;
 
 use self::spool::Spool;
@@ -122,9 +122,9 @@ pub struct TransferHandler {
     spool: Spool,
     permits: Option<Arc<dyn PermitSource>>,
     /// Core connections kept between batches.
-    links: Arc<links::CorePool>,
+    links: Arc<CorePool>,
     /// Ends resolved recently.
-    ends: Arc<ends::EndCache>,
+    ends: Arc<EndCache>,
 }
 
 impl TransferHandler {
@@ -220,12 +220,12 @@ impl From<state::StateError> for RelayError {
     }
 }
 
-impl From<ends::EndError> for RelayError {
-    fn from(e: ends::EndError) -> RelayError {
+impl From<EndError> for RelayError {
+    fn from(e: EndError) -> RelayError {
         match e {
-            ends::EndError::Gone(words) => RelayError::Refused(words),
-            ends::EndError::NotLive(words) => RelayError::Transient(words),
-            ends::EndError::Db(e) => e.into(),
+            EndError::Gone(words) => RelayError::Refused(words),
+            EndError::NotLive(words) => RelayError::Transient(words),
+            EndError::Db(e) => e.into(),
         }
     }
 }

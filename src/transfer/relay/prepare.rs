@@ -3,12 +3,12 @@
 
 use serde_json::json;
 
-use super::ends::NodeAccess;
 use super::queues::create_target_queue;
 use super::run::{load, load_settings, stop_outcome};
 use super::state;
 use super::{Phase, RelayError, TransferHandler};
 use crate::jobs::handler::{JobContext, Outcome};
+use crate::registry::ends;
 use crate::transfer::plan::{Mode, Selection};
 use crate::transfer::staging::{self, StagingSpec};
 
@@ -26,9 +26,9 @@ pub async fn prepare(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, R
     if run.plan.mode != Mode::Move {
         return Err(RelayError::Refused(format!("run {} is a copy; a move job cannot run it", run.id)));
     }
-    let source = NodeAccess::resolve(&ctx.pool, &run.plan.source, h.permits()).await?;
+    let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     if run.create_target {
-        let target = NodeAccess::resolve(&ctx.pool, &run.plan.target, h.permits()).await?;
+        let target = ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await?;
         create_target_queue(&target, &run).await?;
     }
     let spec = StagingSpec { name: staging::staging_queue_name(run.id), batch_size: settings.batch_size };

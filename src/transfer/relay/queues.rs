@@ -1,11 +1,12 @@
 //! The run's two queues on their live nodes: the source queue's MBean, the target queue created where the run
 //! said it would create it, and the target's facts the per-batch guard reads.
 
-use super::ends::NodeAccess;
 use super::state::TransferRun;
 use super::{RelayError, TransferHandler};
 use crate::broker::jolokia::{ObjectName, QueueConfig, RoutingType};
+use crate::broker::node::NodeAccess;
 use crate::jobs::handler::JobContext;
+use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::gather::end_facts;
 
@@ -38,15 +39,15 @@ pub(crate) async fn target_facts(
     ctx: &JobContext,
     run: &TransferRun,
 ) -> Result<(NodeAccess, EndFacts), RelayError> {
-    if let Some(target) = h.ends.recent(&run.plan.target) {
+    if let Some(target) = h.ends.recent(run.plan.target.node_ref()) {
         if let Ok(facts) = end_facts(&target.mgmt, &run.plan.target).await {
             if facts.node.as_ref().is_some_and(|n| target.is_live_node(&n.broker)) {
                 return Ok((target, facts));
             }
         }
-        h.ends.forget_end(&run.plan.target);
+        h.ends.forget_end(run.plan.target.node_ref());
     }
-    let target = NodeAccess::resolve_cached(&ctx.pool, &run.plan.target, h.permits(), &h.ends).await?;
+    let target = ends::resolve_cached(&ctx.pool, run.plan.target.node_ref(), h.permits(), &h.ends).await?;
     let facts = end_facts(&target.mgmt, &run.plan.target).await?;
     Ok((target, facts))
 }

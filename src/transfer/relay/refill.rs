@@ -5,12 +5,12 @@ use std::collections::HashSet;
 
 use chrono::Utc;
 
-use super::ends::NodeAccess;
 use super::fault;
 use super::queues::source_queue_mbean;
 use super::state::{self, RefillIntent, TransferRun};
 use super::RelayError;
 use crate::broker::jolokia::ObjectName;
+use crate::broker::node::NodeAccess;
 use crate::jobs::handler::JobContext;
 use crate::jobs::settings::Settings;
 use crate::transfer::plan::Selection;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use artemis_core::Connection;
 
-use super::ends::NodeAccess;
+use super::node::NodeAccess;
 
 /// How long an idle connection is kept for the next batch.
 pub const MAX_IDLE: Duration = Duration::from_secs(15);

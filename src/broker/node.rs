@@ -1,0 +1,88 @@
+//! One node of a cluster as a job reaches it: its **live** endpoint's management client and Core URL, with the
+//! broker user to connect as. Resolving a registered node to this is the registry's job
+//! (`crate::registry::ends`); using it is this module's.
+
+use std::time::Duration;
+
+use artemis_core::{ConnectOptions, Connection};
+
+use super::jolokia::{BrokerManagement, BrokerState};
+use crate::secret::Secret;
+
+/// One end, resolved to its live endpoint.
+#[derive(Debug, Clone)]
+pub struct NodeAccess {
+    /// `cluster/node`, for words and events.
+    pub label: String,
+    /// Management of the live endpoint (through the node's shared permits, when it has them).
+    pub mgmt: BrokerManagement,
+    /// The live endpoint's Core URL.
+    pub core_url: String,
+    user: String,
+    password: Secret<String>,
+    /// The NodeID the endpoint answered with.
+    node_id: String,
+    /// Management of the endpoint without permits, for the liveness check of a cached end.
+    unlimited: BrokerManagement,
+}
+
+/// What a resolved end is made of.
+#[derive(Debug)]
+pub struct LiveEndpoint {
+    /// `cluster/node`.
+    pub label: String,
+    /// Management through the node's permits.
+    pub mgmt: BrokerManagement,
+    /// Management without permits.
+    pub unlimited: BrokerManagement,
+    /// The live endpoint's Core URL.
+    pub core_url: String,
+    /// The broker user.
+    pub user: String,
+    /// Its password.
+    pub password: Secret<String>,
+    /// The node's NodeID, which the endpoint answered with.
+    pub node_id: String,
+}
+
+impl NodeAccess {
+    /// The end `live` describes.
+    pub fn new(live: LiveEndpoint) -> NodeAccess {
+        NodeAccess {
+            label: live.label,
+            mgmt: live.mgmt,
+            core_url: live.core_url,
+            user: live.user,
+            password: live.password,
+            node_id: live.node_id,
+            unlimited: live.unlimited,
+        }
+    }
+
+    /// Whether `state`, read from this end, says it is still the live broker of its node.
+    pub fn is_live_node(&self, state: &BrokerState) -> bool {
+        state.active == Some(true) && state.node_id.as_deref() == Some(self.node_id.as_str())
+    }
+
+    /// Whether this end is still the live broker of its node, asked without taking a permit (one management
+    /// read). `None`: it did not answer.
+    pub async fn still_live(&self) -> Option<bool> {
+        self.unlimited.broker_state().await.ok().map(|state| self.is_live_node(&state))
+    }
+
+    /// The broker user this end connects as (never the password).
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Opens a Core connection to the live endpoint. Its TTL is short, so that if this worker dies or
+    /// stalls the broker gives the messages it was delivering to it back to the queue soon, and another
+    /// worker can take them over once the lease expires.
+    pub async fn connect(&self, ttl: Duration) -> Result<Connection, artemis_core::Error> {
+        let options = ConnectOptions::from_url(&self.core_url)?
+            .credentials(self.user.clone(), self.password.expose().clone())
+            .connection_ttl(ttl)
+            .call_timeout(Duration::from_secs(30));
+        Connection::connect(&options).await
+    }
+}
