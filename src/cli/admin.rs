@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use clap::Subcommand;
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use crate::cli::CliError;
 use crate::jobs::admin::{self, Actor, RequeueTarget};
-use crate::jobs::model::{JobRow, JobState, RunId};
+use crate::jobs::model::{JobId, JobRow, JobState, RunId};
+use crate::transfer::actions::{audit_entry, AuditEntry};
+use crate::transfer::permissions::{self, PermissionError};
 
 /// `admin` options.
 #[derive(Debug, clap::Args)]
@@ -72,7 +75,7 @@ pub enum AdminCommand {
 /// Runs an admin action and prints its result.
 pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
     let actor = Actor(actor(args.actor, std::env::var("ARTEMIS_TRANSFER_OPERATOR").ok()));
-    if let Some(refused) = super::grant::authorise_admin(pool, &actor.0, &args.command).await? {
+    if let Some(refused) = authorise_admin(pool, &actor.0, &args.command).await? {
         return Ok(refused);
     }
     let mut out = std::io::stdout().lock();
@@ -182,6 +185,51 @@ fn parse_state(s: &str) -> Result<JobState, String> {
 
 /// `90s`, `45m`, `12h`, `30d` (a bare number is seconds); shared with `settings set`.
 pub use crate::jobs::settings::parse_duration;
+
+/// Checks that `actor` may run the admin command (SPEC §9: an admin grant): admin on the clusters of the run it
+/// concerns, or on `*` for commands over the whole job queue. `Some(exit code)` when refused — the refusal printed
+/// and audited under the command's own action name, as the command would have been.
+pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand) -> Result<Option<ExitCode>, CliError> {
+    let job_run = |job: JobId| async move {
+        sqlx::query_scalar::<_, Uuid>("SELECT run_id FROM job WHERE id = $1")
+            .bind(job)
+            .fetch_optional(pool)
+            .await
+            .map_err(CliError::Db)
+    };
+    let (action, target, run) = match command {
+        AdminCommand::Jobs { run, .. } => ("jobs.list", "jobs".to_string(), run.map(|r| r.0)),
+        AdminCommand::Requeue { target } => {
+            let run = match target {
+                RequeueTarget::Run(run) => Some(run.0),
+                RequeueTarget::Job(job) => job_run(*job).await?,
+            };
+            ("jobs.requeue", target.to_string(), run)
+        }
+        AdminCommand::Cancel { run } => ("runs.cancel", format!("run {run}"), Some(run.0)),
+        AdminCommand::Rescue { worker } => ("jobs.rescue", format!("worker {worker}"), None),
+        AdminCommand::Prune { .. } => (crate::jobs::prune::AUDIT_ACTION, "retention".to_string(), None),
+    };
+    match permissions::require_admin_of(pool, actor, run).await {
+        Ok(()) => Ok(None),
+        Err(PermissionError::Missing(missing)) => {
+            let entry = AuditEntry {
+                actor,
+                action,
+                target,
+                outcome: "refused",
+                detail: serde_json::json!({ "error": missing.to_string(), "run_id": run }),
+                // Filled from the run named in the detail, or '*' (trigger audit_fill_clusters).
+                source_cluster: None,
+                target_cluster: None,
+            };
+            audit_entry(pool, &entry).await.map_err(CliError::Db)?;
+            eprintln!("refused: {missing}");
+            Ok(Some(ExitCode::from(2)))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
 
 #[cfg(test)]
 mod tests {
