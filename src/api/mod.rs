@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod error;
 mod ops;
+mod orphans;
 mod previews;
 mod runs;
 mod settings;
@@ -56,8 +57,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/runs/{run}/stop", post(runs::stop))
         .route("/runs/{run}/resume", post(runs::resume))
         .route("/runs/{run}/return", post(runs::return_to_source))
-        .route("/orphans", get(settings::orphans))
-        .route("/orphans/return", post(settings::return_orphan))
+        .route("/orphans", get(orphans::list))
+        .route("/orphans/return", post(orphans::return_orphan))
         .route("/settings", get(settings::show))
         .route("/settings/{key}", put(settings::set));
     Router::new()
