@@ -352,7 +352,7 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
             writeln!(err).map_err(CliError::Output)?;
             drop(err);
             runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
-            let ok = matches!(line.state.as_str(), "succeeded" | "partial" | "returned");
+            let ok = line.state.parse::<RunState>().is_ok_and(RunState::is_final);
             return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(3) });
         }
         tokio::time::sleep(every).await;

@@ -372,102 +372,34 @@ pub async fn return_orphan(
     result
 }
 
+/// [`return_orphan`] once the queue is known to be a staging queue: checks, returns, removes.
 async fn return_checked(
     pool: &PgPool,
     permits: Option<Arc<dyn PermitSource>>,
     request: &ReturnRequest,
 ) -> Result<Returned, OrphanError> {
     let queue = &request.queue;
-    if !permissions::can_see(pool, &request.operator, &request.cluster).await? {
-        // Exactly what an unregistered cluster answers.
-        return Err(RegistryError::NotFound(format!("no cluster named {} is registered", request.cluster)).into());
-    }
-    permissions::require(pool, &request.operator, &request.cluster, Permission::MessageMove).await?;
-    if let Some(run) = owner(pool, queue).await? {
-        return Err(OrphanError::Owned { queue: queue.clone(), run });
-    }
+    authorise(pool, request).await?;
     let cluster = store::get(pool, &request.cluster).await?;
     let node = cluster.node(&request.node)?;
     let credentials = Credentials::from_env(&cluster.credentials_ref)?;
     let (mgmt, endpoint) = live_endpoint_limited(node, &credentials, CALL_TIMEOUT, permits.as_ref()).await?;
     let label = format!("{}/{}", request.cluster, request.node);
-    match staging::depth(&mgmt, queue).await {
-        Ok(_) => {}
-        Err(StagingError::Missing { .. }) => return Err(OrphanError::Missing { node: label, queue: queue.clone() }),
-        Err(e) => return Err(e.into()),
-    }
-    let mbean = staging::staging_mbean(&mgmt, queue);
-    let consumers = mgmt.client().request(&Request::read(mbean.clone(), &["ConsumerCount"])).await?;
-    match consumers.as_i64().or_else(|| consumers["ConsumerCount"].as_i64()) {
-        Some(0) => {}
-        Some(n) => return Err(OrphanError::InUse { queue: queue.clone(), consumers: n }),
-        None => {
-            return Err(JolokiaError::BadAnswer {
-                node: label,
-                reason: format!("ConsumerCount of {queue} is {consumers}, not a count"),
-            }
-            .into())
-        }
-    }
-    let on_node: HashSet<String> = mgmt.queues().await?.into_iter().map(|(_, _, q)| q).collect();
-    let usable = |q: &str, returned_so_far: u64| -> Result<(), OrphanError> {
-        let why = if q == queue.as_str() {
-            Some("it is the orphan itself".to_string())
-        } else if q.starts_with(STAGING_PREFIX) || q.starts_with(DMQ_PREFIX) {
-            Some("staging and dead message queues are never a destination".to_string())
-        } else if !on_node.contains(q) {
-            Some(format!("node {label} has no such queue (create it, then return again)"))
-        } else {
-            None
-        };
-        match why {
-            Some(why) => {
-                Err(OrphanError::BadDestination { staging: queue.clone(), queue: q.to_string(), why, returned_so_far })
-            }
-            None => Ok(()),
-        }
+    check_unused(&mgmt, queue, &label).await?;
+    let destinations = Destinations {
+        orphan: queue,
+        label: &label,
+        on_node: mgmt.queues().await?.into_iter().map(|(_, _, q)| q).collect(),
     };
     if let Some(to) = &request.to {
-        usable(to, 0)?;
+        destinations.check(to, 0)?;
     }
-
     // The orphan is listed over Core, which carries every legal message (see `staging::list_over_core`).
     let options = artemis_core::ConnectOptions::from_url(&endpoint.core_url)?
         .credentials(credentials.user.clone(), credentials.password.expose().clone())
         .call_timeout(CALL_TIMEOUT);
     let conn = artemis_core::Connection::connect(&options).await?;
-    let mut done = Returned { queue: queue.clone(), ..Returned::default() };
-    for _ in 0..MAX_ROUNDS {
-        let listed = staging::list_over_core(&conn, queue).await?;
-        if listed.is_empty() {
-            break;
-        }
-        let (groups, without) = group_by_original(&listed);
-        // Every destination is checked before this round moves anything.
-        if without > 0 && request.to.is_none() {
-            return Err(OrphanError::NoOriginalQueue {
-                queue: queue.clone(),
-                count: without,
-                returned_so_far: done.total(),
-            });
-        }
-        for original in &groups {
-            usable(original, done.total())?;
-        }
-        let before = done.total();
-        for original in &groups {
-            let filter = format!("{ORIGINAL_QUEUE} = {}", quote_literal(original));
-            let moved = move_all(&mgmt, &mbean, &filter, original).await?;
-            *done.to_original.entry(original.clone()).or_default() += moved;
-        }
-        if let (true, Some(to)) = (without > 0, &request.to) {
-            done.to_named += move_all(&mgmt, &mbean, &format!("{ORIGINAL_QUEUE} IS NULL"), to).await?;
-        }
-        if done.total() == before {
-            // Listed but not moved (taken by a consumer meanwhile): the depth check below says what is left.
-            break;
-        }
-    }
+    let done = return_in_rounds(&conn, &mgmt, request, &destinations).await?;
     let left = staging::depth(&mgmt, queue).await?;
     if left.messages > 0 {
         return Err(OrphanError::Left {
@@ -479,6 +411,113 @@ async fn return_checked(
     }
     // The batch size only shapes the browse page of a staging being made; removal does not use it.
     staging::remove(&mgmt, &StagingSpec { name: queue.clone(), batch_size: 1 }, false).await?;
+    Ok(done)
+}
+
+/// The operator may see the cluster and move messages on it, and no run owns the queue.
+async fn authorise(pool: &PgPool, request: &ReturnRequest) -> Result<(), OrphanError> {
+    if !permissions::can_see(pool, &request.operator, &request.cluster).await? {
+        // Exactly what an unregistered cluster answers.
+        return Err(RegistryError::NotFound(format!("no cluster named {} is registered", request.cluster)).into());
+    }
+    permissions::require(pool, &request.operator, &request.cluster, Permission::MessageMove).await?;
+    if let Some(run) = owner(pool, &request.queue).await? {
+        return Err(OrphanError::Owned { queue: request.queue.clone(), run });
+    }
+    Ok(())
+}
+
+/// The orphan exists on the node and nothing consumes from it.
+async fn check_unused(mgmt: &BrokerManagement, queue: &str, label: &str) -> Result<(), OrphanError> {
+    match staging::depth(mgmt, queue).await {
+        Ok(_) => {}
+        Err(StagingError::Missing { .. }) => {
+            return Err(OrphanError::Missing { node: label.to_string(), queue: queue.to_string() })
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let mbean = staging::staging_mbean(mgmt, queue);
+    let consumers = mgmt.client().request(&Request::read(mbean, &["ConsumerCount"])).await?;
+    match consumers.as_i64().or_else(|| consumers["ConsumerCount"].as_i64()) {
+        Some(0) => Ok(()),
+        Some(n) => Err(OrphanError::InUse { queue: queue.to_string(), consumers: n }),
+        None => Err(JolokiaError::BadAnswer {
+            node: label.to_string(),
+            reason: format!("ConsumerCount of {queue} is {consumers}, not a count"),
+        }
+        .into()),
+    }
+}
+
+/// Where an orphan's messages may go: an existing queue of its node that is neither the orphan nor a staging or
+/// dead message queue.
+struct Destinations<'a> {
+    orphan: &'a str,
+    label: &'a str,
+    on_node: HashSet<String>,
+}
+
+impl Destinations<'_> {
+    fn check(&self, q: &str, returned_so_far: u64) -> Result<(), OrphanError> {
+        let why = if q == self.orphan {
+            "it is the orphan itself".to_string()
+        } else if q.starts_with(STAGING_PREFIX) || q.starts_with(DMQ_PREFIX) {
+            "staging and dead message queues are never a destination".to_string()
+        } else if !self.on_node.contains(q) {
+            format!("node {} has no such queue (create it, then return again)", self.label)
+        } else {
+            return Ok(());
+        };
+        Err(OrphanError::BadDestination {
+            staging: self.orphan.to_string(),
+            queue: q.to_string(),
+            why,
+            returned_so_far,
+        })
+    }
+}
+
+/// Moves the orphan's messages to their original queues (those without one to `request.to`), in rounds until a
+/// listing is empty or a round moves nothing; every destination of a round is checked before it moves anything.
+async fn return_in_rounds(
+    conn: &artemis_core::Connection,
+    mgmt: &BrokerManagement,
+    request: &ReturnRequest,
+    destinations: &Destinations<'_>,
+) -> Result<Returned, OrphanError> {
+    let queue = &request.queue;
+    let mbean = staging::staging_mbean(mgmt, queue);
+    let mut done = Returned { queue: queue.clone(), ..Returned::default() };
+    for _ in 0..MAX_ROUNDS {
+        let listed = staging::list_over_core(conn, queue).await?;
+        if listed.is_empty() {
+            break;
+        }
+        let (groups, without) = group_by_original(&listed);
+        if without > 0 && request.to.is_none() {
+            return Err(OrphanError::NoOriginalQueue {
+                queue: queue.clone(),
+                count: without,
+                returned_so_far: done.total(),
+            });
+        }
+        for original in &groups {
+            destinations.check(original, done.total())?;
+        }
+        let before = done.total();
+        for original in &groups {
+            let filter = format!("{ORIGINAL_QUEUE} = {}", quote_literal(original));
+            let moved = move_all(mgmt, &mbean, &filter, original).await?;
+            *done.to_original.entry(original.clone()).or_default() += moved;
+        }
+        if let (true, Some(to)) = (without > 0, &request.to) {
+            done.to_named += move_all(mgmt, &mbean, &format!("{ORIGINAL_QUEUE} IS NULL"), to).await?;
+        }
+        if done.total() == before {
+            // Listed but not moved (taken by a consumer meanwhile): the depth check after says what is left.
+            break;
+        }
+    }
     Ok(done)
 }
 

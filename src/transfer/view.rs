@@ -143,8 +143,6 @@ impl RunView {
     pub fn build(record: &RunRecord, events: Vec<RunEvent>, now: DateTime<Utc>) -> RunView {
         let c: Counters = serde_json::from_value(record.counters.clone()).unwrap_or_default();
         let relay: RelayState = serde_json::from_value(record.relay.clone()).unwrap_or_default();
-        let ended = record.ended_at.is_some();
-        let in_doubt = relay.in_doubt.len() as i64;
         let pipeline = Pipeline {
             selected: c.selected,
             held_in_staging: (c.staged - c.delivered - c.dead_lettered - c.returned).max(0),
@@ -152,105 +150,11 @@ impl RunView {
             not_taken: c.not_taken(),
             dead_lettered: c.dead_lettered,
             returned: c.returned,
-            in_doubt,
+            in_doubt: relay.in_doubt.len() as i64,
         };
-        let rate = record.executed_at.map(|from| {
-            let to = record.ended_at.unwrap_or(now);
-            let secs = (to - from).num_milliseconds() as f64 / 1000.0;
-            if secs > 0.0 {
-                c.delivered as f64 / secs
-            } else {
-                0.0
-            }
-        });
-        let eta_secs = match (c.selected, rate, ended) {
-            (Some(total), Some(r), false) if r > 0.0 => {
-                let left = (total - c.delivered - c.dead_lettered - c.not_taken() - c.returned).max(0);
-                Some(left as f64 / r)
-            }
-            _ => None,
-        };
-        let same_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
-        let source_queue = record.source_queue.clone().unwrap_or_else(|| "?".into());
-        let target_queue = record.target_queue.clone().unwrap_or_else(|| "?".into());
-        let mut nodes = Vec::new();
-        let copy = record.mode.as_deref() == Some("copy");
-        let mut source = if copy {
-            format!("{} copied from it, which keeps every message ({} browsed)", c.delivered, c.browsed)
-        } else if same_node {
-            format!("{} moved by the broker to the target queue", c.delivered)
-        } else {
-            format!("{} taken into staging", c.staged)
-        };
-        if c.not_taken() > 0 {
-            source.push_str(&format!("; {} selected but not {}", c.not_taken(), if copy { "copied" } else { "taken" }));
-            source.push_str(&format!(
-                " (in delivery {}, scheduled {}, gone {}, left by a return {})",
-                c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone, c.not_taken_left
-            ));
-        }
-        if c.returned > 0 {
-            source.push_str(&format!("; {} returned to it", c.returned));
-        }
-        nodes.push(NodeOutcome {
-            role: "source",
-            at: node_of(&record.source_cluster, &record.source_node, &source_queue),
-            outcome: source,
-        });
-        if let Some(staging) = &record.staging_queue {
-            let removed = events.iter().any(|e| e.kind == "staging_removed");
-            let outcome = if removed {
-                "removed with its address settings".to_string()
-            } else if in_doubt > 0 {
-                format!(
-                    "holds {} ({in_doubt} of them in doubt: sent, acknowledgement not yet known)",
-                    pipeline.held_in_staging
-                )
-            } else {
-                format!("holds {}", pipeline.held_in_staging)
-            };
-            nodes.push(NodeOutcome {
-                role: "staging",
-                at: node_of(&record.source_cluster, &record.source_node, staging),
-                outcome,
-            });
-        }
-        let mut target = format!("{} delivered", c.delivered);
-        if c.already_on_target > 0 {
-            target.push_str(&format!(
-                " ({} of them were already there from an earlier attempt and were kept once)",
-                c.already_on_target
-            ));
-        }
-        if c.dead_lettered > 0 {
-            target.push_str(&format!("; {} refused and dead-lettered on the source broker", c.dead_lettered));
-        }
-        nodes.push(NodeOutcome {
-            role: "target",
-            at: node_of(&record.target_cluster, &record.target_node, &target_queue),
-            outcome: target,
-        });
-        let mut notes = Vec::new();
-        if c.uncertain > 0 {
-            notes.push(format!(
-                "{} messages' fate is not known to the counters (the broker's answer to a move was lost): each is on \
-                 the target queue or still on the source queue, never on both and never lost",
-                c.uncertain
-            ));
-        }
-        if c.original_id_missing > 0 {
-            notes.push(format!(
-                "{} delivered messages carry no _studio_orig_message_id: the broker dropped _AMQ_ORIG_MESSAGE_ID \
-                 from their staging copy (paged large messages)",
-                c.original_id_missing
-            ));
-        }
-        if c.one_by_one_batches > 0 {
-            notes.push(format!(
-                "{} batches were re-sent one message per transaction after the target refused a duplicate",
-                c.one_by_one_batches
-            ));
-        }
+        let rate = rate_of(record, &c, now);
+        let eta_secs = eta_of(&c, rate, record.ended_at.is_some());
+        let nodes = node_outcomes(record, &c, &pipeline, &events);
         RunView {
             id: record.id,
             state: record.state.clone(),
@@ -266,11 +170,140 @@ impl RunView {
             nodes,
             stop_reason: record.stop_reason.clone(),
             last_error: record.last_error.clone(),
-            notes,
+            notes: notes_of(&c),
             counters: c,
             events,
         }
     }
+}
+
+/// Messages per second delivered since the run was executed, to its end or to `now`; `None` before it ran.
+fn rate_of(record: &RunRecord, c: &Counters, now: DateTime<Utc>) -> Option<f64> {
+    record.executed_at.map(|from| {
+        let to = record.ended_at.unwrap_or(now);
+        let secs = (to - from).num_milliseconds() as f64 / 1000.0;
+        if secs > 0.0 {
+            c.delivered as f64 / secs
+        } else {
+            0.0
+        }
+    })
+}
+
+/// Seconds left at `rate` for what the selection has not yet accounted for; `None` when either is not known, or
+/// the run ended.
+fn eta_of(c: &Counters, rate: Option<f64>, ended: bool) -> Option<f64> {
+    match (c.selected, rate, ended) {
+        (Some(total), Some(r), false) if r > 0.0 => {
+            let left = (total - c.delivered - c.dead_lettered - c.not_taken() - c.returned).max(0);
+            Some(left as f64 / r)
+        }
+        _ => None,
+    }
+}
+
+/// What happened on the source, on staging (when the run has one) and on the target.
+fn node_outcomes(record: &RunRecord, c: &Counters, pipeline: &Pipeline, events: &[RunEvent]) -> Vec<NodeOutcome> {
+    let source_queue = record.source_queue.clone().unwrap_or_else(|| "?".into());
+    let target_queue = record.target_queue.clone().unwrap_or_else(|| "?".into());
+    let mut nodes = vec![NodeOutcome {
+        role: "source",
+        at: node_of(&record.source_cluster, &record.source_node, &source_queue),
+        outcome: source_outcome(record, c),
+    }];
+    if let Some(staging) = &record.staging_queue {
+        let removed = events.iter().any(|e| e.kind == "staging_removed");
+        nodes.push(NodeOutcome {
+            role: "staging",
+            at: node_of(&record.source_cluster, &record.source_node, staging),
+            outcome: staging_outcome(removed, pipeline),
+        });
+    }
+    nodes.push(NodeOutcome {
+        role: "target",
+        at: node_of(&record.target_cluster, &record.target_node, &target_queue),
+        outcome: target_outcome(c),
+    });
+    nodes
+}
+
+/// What the source gave, in words: copied from, moved by the broker, or taken into staging; and what was not.
+fn source_outcome(record: &RunRecord, c: &Counters) -> String {
+    let same_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
+    let copy = record.mode.as_deref() == Some("copy");
+    let mut source = if copy {
+        format!("{} copied from it, which keeps every message ({} browsed)", c.delivered, c.browsed)
+    } else if same_node {
+        format!("{} moved by the broker to the target queue", c.delivered)
+    } else {
+        format!("{} taken into staging", c.staged)
+    };
+    if c.not_taken() > 0 {
+        source.push_str(&format!("; {} selected but not {}", c.not_taken(), if copy { "copied" } else { "taken" }));
+        source.push_str(&format!(
+            " (in delivery {}, scheduled {}, gone {}, left by a return {})",
+            c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone, c.not_taken_left
+        ));
+    }
+    if c.returned > 0 {
+        source.push_str(&format!("; {} returned to it", c.returned));
+    }
+    source
+}
+
+/// What staging holds, in words, or that it was removed.
+fn staging_outcome(removed: bool, pipeline: &Pipeline) -> String {
+    if removed {
+        "removed with its address settings".to_string()
+    } else if pipeline.in_doubt > 0 {
+        format!(
+            "holds {} ({} of them in doubt: sent, acknowledgement not yet known)",
+            pipeline.held_in_staging, pipeline.in_doubt
+        )
+    } else {
+        format!("holds {}", pipeline.held_in_staging)
+    }
+}
+
+/// What the target received, in words.
+fn target_outcome(c: &Counters) -> String {
+    let mut target = format!("{} delivered", c.delivered);
+    if c.already_on_target > 0 {
+        target.push_str(&format!(
+            " ({} of them were already there from an earlier attempt and were kept once)",
+            c.already_on_target
+        ));
+    }
+    if c.dead_lettered > 0 {
+        target.push_str(&format!("; {} refused and dead-lettered on the source broker", c.dead_lettered));
+    }
+    target
+}
+
+/// What an operator should read beside the counters.
+fn notes_of(c: &Counters) -> Vec<String> {
+    let mut notes = Vec::new();
+    if c.uncertain > 0 {
+        notes.push(format!(
+            "{} messages' fate is not known to the counters (the broker's answer to a move was lost): each is on \
+             the target queue or still on the source queue, never on both and never lost",
+            c.uncertain
+        ));
+    }
+    if c.original_id_missing > 0 {
+        notes.push(format!(
+            "{} delivered messages carry no _studio_orig_message_id: the broker dropped _AMQ_ORIG_MESSAGE_ID \
+             from their staging copy (paged large messages)",
+            c.original_id_missing
+        ));
+    }
+    if c.one_by_one_batches > 0 {
+        notes.push(format!(
+            "{} batches were re-sent one message per transaction after the target refused a duplicate",
+            c.one_by_one_batches
+        ));
+    }
+    notes
 }
 
 /// Why a view could not be read.

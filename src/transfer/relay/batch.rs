@@ -48,6 +48,7 @@ use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::lease::Committed;
 use crate::jobs::settings::Settings;
+use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
@@ -55,16 +56,6 @@ use crate::transfer::plan::{Mode, Selection};
 /// How long a committed batch's connections may take to close before they are dropped: well under a lease, since
 /// the continuation's lease runs unrenewed meanwhile.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
-/// The value of a step that goes on; a step that ends the job makes [`relay`] return its outcome.
-macro_rules! go_on {
-    ($step:expr) => {
-        match $step? {
-            ControlFlow::Continue(value) => value,
-            ControlFlow::Break(outcome) => return Ok(outcome),
-        }
-    };
-}
 
 /// One relay batch (SPEC §4.2 steps 0–6). The steps, and why in this order: the module doc.
 pub async fn relay(
@@ -544,7 +535,7 @@ impl<'a> Batch<'a> {
         let next = self.next_job(remaining, count.delivered);
         let mut tx = self.ctx.lease.begin().await?;
         state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
-        state::set_active_state(tx.conn(), self.run.id, "running").await?;
+        state::set_active_state(tx.conn(), self.run.id, RunState::Running).await?;
         if count.one_by_one {
             let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
             state::event(tx.conn(), self.run.id, "one_by_one", event).await?;

@@ -418,7 +418,7 @@ impl<'a> Slice<'a> {
         let mut tx = self.ctx.lease.begin().await?;
         ledger_add(tx.conn(), run.id, &ledger).await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        state::set_active_state(tx.conn(), run.id, "running").await?;
+        state::set_active_state(tx.conn(), run.id, RunState::Running).await?;
         if count.one_by_one {
             let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
             state::event(tx.conn(), run.id, "one_by_one", event).await?;

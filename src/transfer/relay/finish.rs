@@ -202,7 +202,7 @@ pub async fn return_to_source(
     let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
     {
         let mut tx = ctx.lease.begin().await?;
-        state::set_active_state(tx.conn(), run.id, "returning").await?;
+        state::set_active_state(tx.conn(), run.id, RunState::Returning).await?;
         tx.commit_progress().await?;
     }
     let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
@@ -272,8 +272,32 @@ fn count_left_on_source(c: &mut state::Counters) {
     }
 }
 
+/// The ids of a batch in doubt, sorted by what staging shows of them now.
+struct InDoubt {
+    /// Still in staging: to be re-sent (the target's duplicate cache drops those it has).
+    wanted: HashSet<i64>,
+    /// Gone from staging and named by the dead-letter intent: sent to a dead message queue by that attempt
+    /// (SPEC §4.4), as a batch's reconcile counts them.
+    dead: usize,
+    /// Gone from staging otherwise: delivered by the attempt that recorded them.
+    gone: usize,
+}
+
+impl InDoubt {
+    fn sort(relay: &state::RelayState, present: &HashSet<i64>) -> InDoubt {
+        let wanted = relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
+        let (dead, gone): (Vec<i64>, Vec<i64>) = relay
+            .in_doubt
+            .iter()
+            .copied()
+            .filter(|id| !present.contains(id))
+            .partition(|id| relay.dead_letter.contains(id));
+        InDoubt { wanted, dead: dead.len(), gone: gone.len() }
+    }
+}
+
 /// Re-relays the in-doubt messages still in staging to the target (each lands once: the target's duplicate
-/// cache drops those it has), and counts those already gone from staging as delivered.
+/// cache drops those it has), and counts those already gone from staging as delivered or dead-lettered.
 async fn settle_in_doubt(
     h: &TransferHandler,
     ctx: &JobContext,
@@ -282,7 +306,7 @@ async fn settle_in_doubt(
     source_conn: &artemis_core::Connection,
     staging_queue: &str,
 ) -> Result<(), RelayError> {
-    let present = list_staging(source_conn, staging_queue).await?.ids;
+    let present: HashSet<i64> = list_staging(source_conn, staging_queue).await?.ids.into_iter().collect();
     let held = staging_depth(source_conn, staging_queue).await?;
     if held > present.len() as i64 {
         return Err(RelayError::Transient(format!(
@@ -291,80 +315,94 @@ async fn settle_in_doubt(
             present.len()
         )));
     }
-    let wanted: HashSet<i64> = run.relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
-    // In-doubt ids gone from staging: delivered by the attempt that recorded them — or, when the dead-letter
-    // intent names them, sent to a dead message queue by it (SPEC §4.4), as a batch's reconcile counts them.
-    let (dead, gone): (Vec<i64>, Vec<i64>) = run
-        .relay
-        .in_doubt
-        .iter()
-        .copied()
-        .filter(|id| !present.contains(id))
-        .partition(|id| run.relay.dead_letter.contains(id));
-    let (dead, gone) = (dead.len(), gone.len());
-    let mut resent = 0usize;
-    let mut already = 0i64;
-    if !wanted.is_empty() {
-        let unreachable = |e: &dyn std::fmt::Display| {
-            RelayError::Refused(format!(
-                "the target cannot be reached ({e}): the {} messages of the batch in doubt stay in staging \
-                 {staging_queue}; some may already be on the target. Return again once the target is back.",
-                wanted.len()
-            ))
-        };
-        let target =
-            ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
-        let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
-        let session = source_conn.create_session(SessionOptions::transacted()).await?;
-        let mut consumer = session.create_consumer(staging_queue, ConsumerOptions::default()).await?;
-        session.start().await?;
-        let limits = Limits { messages: usize::MAX, bytes: u64::MAX };
-        let (received, _) = receive_batch(&mut consumer, &h.spool, config, limits, Some(&wanted)).await?;
-        if received.len() != wanted.len() {
-            return Err(RelayError::Transient(format!(
-                "only {} of the {} in-doubt messages in staging {staging_queue} could be received; the return tries \
-                 again",
-                received.len(),
-                wanted.len()
-            )));
-        }
-        let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
-        let route = Route::with_routing(run, artemis_core::admin::RoutingType::Anycast);
-        let (prepared, _) = outbound_batch(&received, &route.target, &route.origin, crate::transfer::Mode::Move);
-        // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
-        let stays = |words: String| {
-            RelayError::Refused(format!(
-                "{words}. The {} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
-                 on the target. Return again once the target accepts messages.",
-                wanted.len()
-            ))
-        };
-        let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display())
-            .await
-            .map_err(|e| match e {
-                RelayError::Refused(words) => stays(words),
-                other => other,
-            })?;
-        match send_batch(&target_session, &watch, &received, &prepared).await {
-            Ok((a, _)) => already = a,
-            Err(SendFailure::Refused { words, .. }) => return Err(stays(words)),
-            Err(SendFailure::Full(f)) => {
-                return Err(RelayError::transient("settling the batch in doubt: the target has no room", f.error))
-            }
-            Err(SendFailure::Other(e)) => return Err(RelayError::transient("settling the batch in doubt", e)),
-        }
-        for r in &received {
-            consumer.ack(&r.delivery).await?;
-        }
-        session.commit().await?;
-        resent = received.len();
-        let _ = consumer.close().await;
-        let _ = session.close().await;
-        let _ = target_session.close().await;
-        let _ = target_conn.close().await;
+    let doubt = InDoubt::sort(&run.relay, &present);
+    let (resent, already) = if doubt.wanted.is_empty() {
+        (0, 0)
+    } else {
+        resend_in_doubt(h, ctx, config, run, source_conn, staging_queue, &doubt.wanted).await?
+    };
+    record_settled(ctx, run, &doubt, resent, already).await
+}
+
+/// Sends the in-doubt messages `wanted` from staging to the target again in one transaction and acknowledges
+/// them from staging: how many were re-sent, and how many of them the target already had.
+async fn resend_in_doubt(
+    h: &TransferHandler,
+    ctx: &JobContext,
+    config: &RelayConfig,
+    run: &TransferRun,
+    source_conn: &artemis_core::Connection,
+    staging_queue: &str,
+    wanted: &HashSet<i64>,
+) -> Result<(usize, i64), RelayError> {
+    let unreachable = |e: &dyn std::fmt::Display| {
+        RelayError::Refused(format!(
+            "the target cannot be reached ({e}): the {} messages of the batch in doubt stay in staging \
+             {staging_queue}; some may already be on the target. Return again once the target is back.",
+            wanted.len()
+        ))
+    };
+    // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
+    let stays = |words: String| {
+        RelayError::Refused(format!(
+            "{words}. The {} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
+             on the target. Return again once the target accepts messages.",
+            wanted.len()
+        ))
+    };
+    let target =
+        ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
+    let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
+    let session = source_conn.create_session(SessionOptions::transacted()).await?;
+    let mut consumer = session.create_consumer(staging_queue, ConsumerOptions::default()).await?;
+    session.start().await?;
+    let limits = Limits { messages: usize::MAX, bytes: u64::MAX };
+    let (received, _) = receive_batch(&mut consumer, &h.spool, config, limits, Some(wanted)).await?;
+    if received.len() != wanted.len() {
+        return Err(RelayError::Transient(format!(
+            "only {} of the {} in-doubt messages in staging {staging_queue} could be received; the return tries again",
+            received.len(),
+            wanted.len()
+        )));
     }
-    run.counters.delivered += (resent + gone) as i64;
-    run.counters.dead_lettered += dead as i64;
+    let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
+    let route = Route::with_routing(run, artemis_core::admin::RoutingType::Anycast);
+    let (prepared, _) = outbound_batch(&received, &route.target, &route.origin, crate::transfer::Mode::Move);
+    let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display()).await.map_err(
+        |e| match e {
+            RelayError::Refused(words) => stays(words),
+            other => other,
+        },
+    )?;
+    let already = match send_batch(&target_session, &watch, &received, &prepared).await {
+        Ok((already, _)) => already,
+        Err(SendFailure::Refused { words, .. }) => return Err(stays(words)),
+        Err(SendFailure::Full(f)) => {
+            return Err(RelayError::transient("settling the batch in doubt: the target has no room", f.error))
+        }
+        Err(SendFailure::Other(e)) => return Err(RelayError::transient("settling the batch in doubt", e)),
+    };
+    for r in &received {
+        consumer.ack(&r.delivery).await?;
+    }
+    session.commit().await?;
+    let _ = consumer.close().await;
+    let _ = session.close().await;
+    let _ = target_session.close().await;
+    let _ = target_conn.close().await;
+    Ok((received.len(), already))
+}
+
+/// Counts a settled batch in doubt and clears it, with its event, in one fenced transaction.
+async fn record_settled(
+    ctx: &JobContext,
+    run: &mut TransferRun,
+    doubt: &InDoubt,
+    resent: usize,
+    already: i64,
+) -> Result<(), RelayError> {
+    run.counters.delivered += (resent + doubt.gone) as i64;
+    run.counters.dead_lettered += doubt.dead as i64;
     run.relay.dead_letter.clear();
     run.counters.already_on_target += already;
     run.relay.in_doubt.clear();
@@ -374,7 +412,7 @@ async fn settle_in_doubt(
         tx.conn(),
         run.id,
         "in_doubt_settled",
-        json!({ "resent": resent, "already_on_target": already, "gone": gone, "dead_lettered": dead }),
+        json!({ "resent": resent, "already_on_target": already, "gone": doubt.gone, "dead_lettered": doubt.dead }),
     )
     .await?;
     tx.commit_progress().await?;

@@ -28,21 +28,22 @@
 //! moved copy after the source was acknowledged.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::queues::{create_target_queue, source_queue_mbean};
 use super::refill::whole_queue_left;
-use super::run::wait_for_room;
+use super::run::{load, load_settings, stop_outcome, wait_for_room, Step};
 use super::state::{self, RefillIntent, TransferRun};
 use super::{fault, Phase, RelayError, TransferHandler};
 use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
-use crate::jobs::settings::{self, Settings};
+use crate::jobs::settings::Settings;
 use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::gather::end_facts;
@@ -55,41 +56,80 @@ use crate::transfer::staging::{self, StagingError};
 const MAX_FINISH_RECHECKS: u32 = 3;
 
 /// One job of a move on one node: settle a lost answer, then move one chunk, or end the run once the selection
-/// is exhausted.
+/// is exhausted. The steps are [`Chunk`]'s methods, in this order.
 pub async fn local_move(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
         return Ok(revoked);
     }
-    let started = Utc::now();
-    let settings = settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("reading the settings", e))?;
-    let mut run = {
-        let mut conn = ctx.pool.acquire().await?;
-        state::load(&mut conn, ctx.job.run_id.0).await?
-    };
-    if run.plan.mode != Mode::Move || !run.plan.same_node() {
-        return Err(RelayError::Refused(format!(
-            "run {} is not a move between two queues of one node; a move on one node cannot run it",
-            run.id
-        )));
-    }
-    let node = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
-    let source = source_queue_mbean(&node, &run);
-    let chunk = id_chunk(&settings);
-
-    if let Some(intent) = run.relay.refill.take() {
-        let settled = settle(&node, &source, &mut run, &intent, chunk).await?;
-        let mut tx = ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        state::event(tx.conn(), run.id, "local_move_settled", settled).await?;
-        tx.commit_progress().await?;
-    }
+    let mut c = Chunk::load(h, ctx).await?;
+    c.settle_lost_answer().await?;
     if ctx.stop_requested {
-        return Ok(Outcome::Stop { reason: run.stop_reason.clone().unwrap_or_else(|| "stop requested".into()) });
+        return Ok(stop_outcome(&c.run));
+    }
+    c.prepare().await?;
+    if c.run.relay.exhausted && c.run.relay.retry_ids.is_empty() {
+        return finish(ctx, &c.node, &c.source, &mut c.run).await;
+    }
+    go_on!(c.guard().await);
+    let moved = c.move_chunk().await?;
+    c.record(moved).await
+}
+
+/// What one job of a move on one node works with.
+struct Chunk<'a> {
+    ctx: &'a JobContext,
+    settings: Settings,
+    run: TransferRun,
+    /// The node holding both queues.
+    node: NodeAccess,
+    /// The source queue's MBean on it.
+    source: ObjectName,
+    /// Ids per batched management request.
+    id_chunk: usize,
+    /// When the job started: its pacing counts from here.
+    started: DateTime<Utc>,
+}
+
+impl<'a> Chunk<'a> {
+    /// The run (refused unless it is a move between two queues of one node), the settings and the node.
+    async fn load(h: &TransferHandler, ctx: &'a JobContext) -> Result<Chunk<'a>, RelayError> {
+        let started = Utc::now();
+        let settings = load_settings(ctx).await?;
+        let run = load(ctx).await?;
+        if run.plan.mode != Mode::Move || !run.plan.same_node() {
+            return Err(RelayError::Refused(format!(
+                "run {} is not a move between two queues of one node; a move on one node cannot run it",
+                run.id
+            )));
+        }
+        let node = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
+        let source = source_queue_mbean(&node, &run);
+        let id_chunk = id_chunk(&settings);
+        Ok(Chunk { ctx, settings, run, node, source, id_chunk, started })
     }
 
-    if !run.relay.prepared {
+    /// A call whose answer a crash lost is settled from broker truth (the module doc), and counted, fenced.
+    async fn settle_lost_answer(&mut self) -> Result<(), RelayError> {
+        let Some(intent) = self.run.relay.refill.take() else {
+            return Ok(());
+        };
+        let settled = settle(&self.node, &self.source, &mut self.run, &intent, self.id_chunk).await?;
+        let mut tx = self.ctx.lease.begin().await?;
+        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        state::event(tx.conn(), self.run.id, "local_move_settled", settled).await?;
+        tx.commit_progress().await?;
+        Ok(())
+    }
+
+    /// The first job: the target queue created when the preview said the run would create it, and the selection's
+    /// size fixed (never recomputed from what was done).
+    async fn prepare(&mut self) -> Result<(), RelayError> {
+        if self.run.relay.prepared {
+            return Ok(());
+        }
+        let run = &mut self.run;
         if run.create_target {
-            create_target_queue(&node, &run).await?;
+            create_target_queue(&self.node, run).await?;
         }
         run.relay.prepared = true;
         if run.counters.selected.is_none() {
@@ -98,56 +138,73 @@ pub async fn local_move(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome
                 Selection::All | Selection::Filter(_) => run.selection_size,
             };
         }
-        let mut tx = ctx.lease.begin().await?;
+        let mut tx = self.ctx.lease.begin().await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         state::event(
             tx.conn(),
             run.id,
             "local_move_started",
-            json!({ "node": node.label, "source": run.plan.source.queue, "target": run.plan.target.queue }),
+            json!({ "node": self.node.label, "source": run.plan.source.queue, "target": run.plan.target.queue }),
         )
         .await?;
         tx.commit_progress().await?;
+        Ok(())
     }
 
-    if run.relay.exhausted && run.relay.retry_ids.is_empty() {
-        return finish(ctx, &node, &source, &mut run).await;
-    }
-
-    // The target, re-checked as before a relay batch.
-    let batch = settings.batch_size.max(1);
-    let estimate = BatchSize::estimate(&run.counters, batch, settings.batch_bytes);
-    let facts = end_facts(&node.mgmt, &run.plan.target).await?;
-    match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
-        TargetCheck::Go => {}
-        TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
-        TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
-        TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
-    }
-    // The broker's filtered move over a paging queue keeps in its heap what the scan passes over.
-    if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
-        match check_source_heap(&run.plan.source.display(), node.mgmt.heap().await.ok().flatten()) {
+    /// The target re-checked as before a relay batch; a filtered move over a paging source waits while the
+    /// source broker's heap is nearly full (its scan keeps in the heap what it passes over).
+    async fn guard(&mut self) -> Step {
+        let (ctx, settings) = (self.ctx, &self.settings);
+        let run = &mut self.run;
+        let estimate = BatchSize::estimate(&run.counters, self.settings.batch_size.max(1), settings.batch_bytes);
+        let facts = end_facts(&self.node.mgmt, &run.plan.target).await?;
+        match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
             TargetCheck::Go => {}
-            TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
-            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
+            TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Wait(words) => return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?)),
+        }
+        if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
+            match check_source_heap(&run.plan.source.display(), self.node.mgmt.heap().await.ok().flatten()) {
+                TargetCheck::Go => {}
+                TargetCheck::Wait(words) => {
+                    return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?))
+                }
+                TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// One chunk moved by the broker: ids by `moveMessage`, a filter or the whole queue by one counted
+    /// `moveMessages`; each call's intent recorded before it and its result after. How many moved.
+    async fn move_chunk(&mut self) -> Result<i64, RelayError> {
+        let batch = self.settings.batch_size.max(1);
+        match &self.run.plan.selection {
+            Selection::Ids(_) => {
+                move_ids(self.ctx, &self.node, &self.source, &mut self.run, batch as usize, self.id_chunk).await
+            }
+            Selection::All | Selection::Filter(_) => {
+                move_frozen(self.ctx, &self.node, &self.source, &mut self.run, batch).await
+            }
         }
     }
 
-    let moved = match &run.plan.selection {
-        Selection::Ids(_) => move_ids(ctx, &node, &source, &mut run, batch as usize, chunk).await?,
-        Selection::All | Selection::Filter(_) => move_frozen(ctx, &node, &source, &mut run, batch).await?,
-    };
-
-    // Pacing: this chunk's share of a second at `messages per second`, from when it started.
-    let share = moved.max(1) as f64 / settings.messages_per_second.max(0.001);
-    let next = Phase::LocalMove.job().run_at(started + chrono::Duration::milliseconds((share * 1000.0) as i64));
-    run.relay.waiting_since = None;
-    run.counters.batches += 1;
-    let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::set_active_state(tx.conn(), run.id, "running").await?;
-    tx.complete_and_enqueue(&next).await?;
-    Ok(Outcome::Committed(tx.commit().await?))
+    /// The chunk counted, this job completed and the next enqueued at its pace (this chunk's share of a second at
+    /// `messages per second`, from when it started), in one fenced transaction.
+    async fn record(mut self, moved: i64) -> Result<Outcome, RelayError> {
+        let share = moved.max(1) as f64 / self.settings.messages_per_second.max(0.001);
+        let next =
+            Phase::LocalMove.job().run_at(self.started + chrono::Duration::milliseconds((share * 1000.0) as i64));
+        let run = &mut self.run;
+        run.relay.waiting_since = None;
+        run.counters.batches += 1;
+        let mut tx = self.ctx.lease.begin().await?;
+        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        state::set_active_state(tx.conn(), run.id, RunState::Running).await?;
+        tx.complete_and_enqueue(&next).await?;
+        Ok(Outcome::Committed(tx.commit().await?))
+    }
 }
 
 /// How many ids one batched management request moves: a batched request costs one permit per entry, and one over

@@ -16,13 +16,24 @@
 //!                         ledger and counters per batch)                   ledger removed)
 //! ```
 //!
-//! Parts: [`state`] (what the run row keeps), [`run`] (loading it; the outcomes that pause or end it), [`ends`]
-//! (live endpoints by NodeID), [`queues`] (the run's source and target queue on them), [`guard`] (the target
+//! Parts: [`state`] (what the run row keeps), [`run`] (loading it; the outcomes that pause or end it; its ends
+//! resolved by `crate::registry::ends`), [`queues`] (the run's source and target queue on them), [`guard`] (the target
 //! re-check, pure), [`prepare`] (a move's first job), [`batch`] (one relay batch of a move, as a pipeline of
 //! steps), [`staged`] (staging seen over Core), [`refill`] (the broker's move into staging), [`receive`] and
 //! [`send`] (a batch's source and target side), [`window`] (the target's duplicate-id window), [`finish`],
 //! [`local`] (a move on one node), [`copy`], [`spool`] (large bodies on disk), [`dmq`] (the dead message queue
-//! for proven poison), [`links`] (Core connections kept between batches), [`fault`] (the crash-test seam).
+//! for proven poison), [`fault`] (the crash-test seam).
+
+/// The value of a step ([`run::Step`]) that goes on; a step that ends the job makes the driver calling it return
+/// its outcome.
+macro_rules! go_on {
+    ($step:expr) => {
+        match $step? {
+            std::ops::ControlFlow::Continue(value) => value,
+            std::ops::ControlFlow::Break(outcome) => return Ok(outcome),
+        }
+    };
+}
 
 pub mod batch;
 pub mod copy;

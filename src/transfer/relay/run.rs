@@ -11,6 +11,7 @@ use super::window::{self, Room};
 use super::RelayError;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::{self, Settings};
+use crate::jobs::RunState;
 
 /// A step's result in a relay job: go on with a value, or end the job with an outcome.
 pub(crate) type Step<T = ()> = Result<ControlFlow<Outcome, T>, RelayError>;
@@ -93,7 +94,7 @@ pub(crate) async fn wait_for_room(
     }
     let first = waited.is_zero();
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::set_active_state(tx.conn(), run.id, "waiting").await?;
+    state::set_active_state(tx.conn(), run.id, RunState::Waiting).await?;
     if first {
         state::event(tx.conn(), run.id, "waiting_for_room", json!({ "why": why })).await?;
     }

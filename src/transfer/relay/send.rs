@@ -195,79 +195,19 @@ pub(crate) async fn send_batch_proving(
     target_attempts: u32,
     accepted_before: bool,
 ) -> Result<Sent, SendFailure> {
-    // Flow-controlled like any Core producer (§8.6): an address that blocks its producers when full (BLOCK) is
-    // honoured — without credits the broker would take the sends past its max-size-bytes — and one that stays
-    // blocked for TARGET_CREDIT_WAIT counts as full (rolled back, and the run waits for room).
-    let producer = match prepared.first().and_then(|h| h.address.as_ref()) {
-        Some(fqqn) => {
-            target_session.producer_with_flow_control(&fqqn.to_string_lossy(), TARGET_CREDIT_WINDOW, TARGET_CREDIT_WAIT)
-        }
-        None => target_session.producer(None),
-    };
-    let all = async {
-        for (r, headers) in received.iter().zip(prepared) {
-            send_target(&producer, r, headers).await.map_err(SendFailure::Other)?;
-        }
-        watch.check(false).await?;
-        target_session.commit().await.map_err(SendFailure::Other)
-    };
-    match all.await {
-        Ok(()) => return Ok(Sent { already: 0, one_by_one: false, poison: Vec::new() }),
-        Err(SendFailure::Other(e)) if e.is_duplicate_id() || dmq::may_be_poison(&e) => {
-            let _ = target_session.rollback().await;
-        }
-        Err(SendFailure::Other(e)) if target_full(&e) => {
-            let _ = target_session.rollback().await;
-            return Err(SendFailure::Full(Full { error: e, one_by_one: false }));
-        }
-        Err(refused @ SendFailure::Refused { .. }) => {
-            let _ = target_session.rollback().await;
-            return Err(refused);
-        }
-        Err(e) => return Err(e),
+    let producer = target_producer(target_session, prepared);
+    let target = Target { session: target_session, producer: &producer, watch };
+    if target.send_whole(received, prepared).await? {
+        return Ok(Sent { already: 0, one_by_one: false, poison: Vec::new() });
     }
     let mut already = 0i64;
     let mut committed = 0usize;
     let mut poison: Vec<dmq::Poison> = Vec::new();
     for (index, (r, headers)) in received.iter().zip(prepared).enumerate() {
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            // (failure, whether it came at the commit)
-            let single = async {
-                send_target(&producer, r, headers).await.map_err(|e| (SendFailure::Other(e), false))?;
-                watch.check(true).await.map_err(|f| (f, false))?;
-                target_session.commit().await.map_err(|e| (SendFailure::Other(e), true))
-            };
-            match single.await {
-                Ok(()) => {
-                    committed += 1;
-                    break;
-                }
-                Err((SendFailure::Other(e), _)) if e.is_duplicate_id() => {
-                    let _ = target_session.rollback().await;
-                    already += 1;
-                    break;
-                }
-                Err((SendFailure::Other(e), _)) if target_full(&e) => {
-                    let _ = target_session.rollback().await;
-                    return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
-                }
-                Err((refused @ SendFailure::Refused { .. }, _)) => {
-                    let _ = target_session.rollback().await;
-                    return Err(refused);
-                }
-                Err((SendFailure::Other(e), committing)) if dmq::may_be_poison(&e) => {
-                    let _ = target_session.rollback().await;
-                    if attempt >= target_attempts.max(1) {
-                        let reason = dmq::reason_of(&e, committing);
-                        tracing::info!(message = index, attempts = attempt, error = %e, "the target refused a message");
-                        poison.push(dmq::Poison { index, error: e, reason, attempts: attempt });
-                        break;
-                    }
-                }
-                Err((e, _)) => return Err(e),
-            }
+        match target.send_alone(index, r, headers, target_attempts).await? {
+            Alone::Committed => committed += 1,
+            Alone::Already => already += 1,
+            Alone::Refused(p) => poison.push(p),
         }
     }
     let lone_after_others = received.len() == 1 && accepted_before;
@@ -276,6 +216,114 @@ pub(crate) async fn send_batch_proving(
         return Err(SendFailure::Other(poison.swap_remove(0).error));
     }
     Ok(Sent { already, one_by_one: true, poison })
+}
+
+/// A producer for the batch's target. Flow-controlled like any Core producer (§8.6): an address that blocks its
+/// producers when full (BLOCK) is honoured — without credits the broker would take the sends past its
+/// max-size-bytes — and one that stays blocked for TARGET_CREDIT_WAIT counts as full (rolled back, and the run
+/// waits for room).
+fn target_producer(session: &artemis_core::Session, prepared: &[MessageHeaders]) -> artemis_core::Producer {
+    match prepared.first().and_then(|h| h.address.as_ref()) {
+        Some(fqqn) => {
+            session.producer_with_flow_control(&fqqn.to_string_lossy(), TARGET_CREDIT_WINDOW, TARGET_CREDIT_WAIT)
+        }
+        None => session.producer(None),
+    }
+}
+
+/// How one message sent in a transaction of its own ended.
+enum Alone {
+    /// Committed on the target.
+    Committed,
+    /// The target had it already (its duplicate cache refused it).
+    Already,
+    /// Refused on its own every attempt: poison, if others around it commit.
+    Refused(dmq::Poison),
+}
+
+/// The target side of one batch: its transacted session, producer, and the watch on the target queue.
+struct Target<'a> {
+    session: &'a artemis_core::Session,
+    producer: &'a artemis_core::Producer,
+    watch: &'a TargetWatch<'a>,
+}
+
+impl Target<'_> {
+    /// The whole batch in one transaction: `true` when committed, `false` when rolled back for a duplicate or a
+    /// refusal that may be one message's (to be sent one by one).
+    async fn send_whole(&self, received: &[Received], prepared: &[MessageHeaders]) -> Result<bool, SendFailure> {
+        let all = async {
+            for (r, headers) in received.iter().zip(prepared) {
+                send_target(self.producer, r, headers).await.map_err(SendFailure::Other)?;
+            }
+            self.watch.check(false).await?;
+            self.session.commit().await.map_err(SendFailure::Other)
+        };
+        match all.await {
+            Ok(()) => Ok(true),
+            Err(SendFailure::Other(e)) if e.is_duplicate_id() || dmq::may_be_poison(&e) => {
+                let _ = self.session.rollback().await;
+                Ok(false)
+            }
+            Err(SendFailure::Other(e)) if target_full(&e) => {
+                let _ = self.session.rollback().await;
+                Err(SendFailure::Full(Full { error: e, one_by_one: false }))
+            }
+            Err(refused @ SendFailure::Refused { .. }) => {
+                let _ = self.session.rollback().await;
+                Err(refused)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Message `index` in a transaction of its own, tried up to `attempts` times while the target refuses it on
+    /// its own.
+    async fn send_alone(
+        &self,
+        index: usize,
+        r: &Received,
+        headers: &MessageHeaders,
+        attempts: u32,
+    ) -> Result<Alone, SendFailure> {
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            // (failure, whether it came at the commit)
+            let single = async {
+                send_target(self.producer, r, headers).await.map_err(|e| (SendFailure::Other(e), false))?;
+                self.watch.check(true).await.map_err(|f| (f, false))?;
+                self.session.commit().await.map_err(|e| (SendFailure::Other(e), true))
+            };
+            let failure = match single.await {
+                Ok(()) => return Ok(Alone::Committed),
+                Err(failure) => failure,
+            };
+            match failure {
+                (SendFailure::Other(e), _) if e.is_duplicate_id() => {
+                    let _ = self.session.rollback().await;
+                    return Ok(Alone::Already);
+                }
+                (SendFailure::Other(e), _) if target_full(&e) => {
+                    let _ = self.session.rollback().await;
+                    return Err(SendFailure::Full(Full { error: e, one_by_one: true }));
+                }
+                (refused @ SendFailure::Refused { .. }, _) => {
+                    let _ = self.session.rollback().await;
+                    return Err(refused);
+                }
+                (SendFailure::Other(e), committing) if dmq::may_be_poison(&e) => {
+                    let _ = self.session.rollback().await;
+                    if attempt >= attempts.max(1) {
+                        let reason = dmq::reason_of(&e, committing);
+                        tracing::info!(message = index, attempts = attempt, error = %e, "the target refused a message");
+                        return Ok(Alone::Refused(dmq::Poison { index, error: e, reason, attempts: attempt }));
+                    }
+                }
+                (e, _) => return Err(e),
+            }
+        }
+    }
 }
 
 /// Sends one message to the target, unless the test seam ([`fault::refusal`]) refuses it as the target would.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::jobs::RunState;
 use crate::transfer::plan::Plan;
 
 /// The relay's cursor (the `relay` column).
@@ -299,14 +300,14 @@ pub async fn set_staging(conn: &mut PgConnection, id: Uuid, staging: &str) -> Re
 
 /// Sets the state of a run that holds its slot: `running` or `waiting` (for room on the target). A run in any
 /// other state is left alone.
-pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: &str) -> Result<(), sqlx::Error> {
-    debug_assert!(matches!(state, "running" | "waiting" | "returning"));
+pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: RunState) -> Result<(), sqlx::Error> {
+    debug_assert!(matches!(state, RunState::Running | RunState::Waiting | RunState::Returning));
     sqlx::query(
         "UPDATE transfer_run SET state = $2, updated_at = now() \
          WHERE id = $1 AND state IN ('running', 'waiting', 'returning') AND state <> $2",
     )
     .bind(id)
-    .bind(state)
+    .bind(state.as_str())
     .execute(conn)
     .await?;
     Ok(())
