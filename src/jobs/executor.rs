@@ -119,11 +119,11 @@ impl Executor {
                 job.max_attempts,
                 job.last_error.as_deref().unwrap_or("no error recorded")
             );
-            return (self.end(&lease, interrupted_end(error)).await, None);
+            return (self.end(&lease, interrupted_end(error, None)).await, None);
         }
         let Some(handler) = handler else {
             let error = format!("this worker has no handler for job kind {:?}", job.kind);
-            return (self.end(&lease, failed_end(error)).await, None);
+            return (self.end(&lease, failed_end(error, None)).await, None);
         };
 
         let ctx = JobContext {
@@ -162,8 +162,10 @@ impl Executor {
                 tracing::debug!(%until, %reason, "snoozed");
                 self.bookkeep(|| lease.snooze(until)).await.map(|()| Executed::Snoozed)
             }
-            Ok(Outcome::Retry { error }) => self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error).await,
-            Ok(Outcome::Fail { error }) => self.end(&lease, failed_end(error)).await,
+            Ok(Outcome::Retry { error, code }) => {
+                self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error, code).await
+            }
+            Ok(Outcome::Fail { error, code }) => self.end(&lease, failed_end(error, code)).await,
             Ok(Outcome::Stop { reason }) => self.end(&lease, stop_end(reason)).await,
             Err(e) if e.is_lease_lost() => {
                 tracing::warn!(error = %e, "the handler found its lease lost; nothing was written");
@@ -171,7 +173,7 @@ impl Executor {
             }
             Err(e) => {
                 let error = error_chain(&e);
-                self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error).await
+                self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error, None).await
             }
         };
         (executed, None)
@@ -197,9 +199,10 @@ impl Executor {
         attempt: i32,
         max: i32,
         error: String,
+        code: Option<&'static str>,
     ) -> Result<Executed, Error> {
         if attempt >= max {
-            return self.end(lease, interrupted_end(format!("gave up after {max} attempts: {error}"))).await;
+            return self.end(lease, interrupted_end(format!("gave up after {max} attempts: {error}"), code)).await;
         }
         let delay = self.config.retry.delay_after(attempt);
         let at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
@@ -260,26 +263,29 @@ fn stop_end(reason: String) -> RunEnd {
         error: None,
         stop_reason: Some(reason),
         event: "stopped",
+        code: None,
     }
 }
 
-fn interrupted_end(error: String) -> RunEnd {
+fn interrupted_end(error: String, code: Option<&'static str>) -> RunEnd {
     RunEnd {
         job_state: JobState::Failed,
         run_state: RunState::Interrupted,
         error: Some(error),
         stop_reason: None,
         event: "retries_exhausted",
+        code,
     }
 }
 
-fn failed_end(error: String) -> RunEnd {
+fn failed_end(error: String, code: Option<&'static str>) -> RunEnd {
     RunEnd {
         job_state: JobState::Failed,
         run_state: RunState::Failed,
         error: Some(error),
         stop_reason: None,
         event: "failed",
+        code,
     }
 }
 

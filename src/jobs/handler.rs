@@ -34,11 +34,15 @@ pub enum Outcome {
     Retry {
         /// The error in words.
         error: String,
+        /// Its stable name, when the handler has one (recorded with the run's event if the retries run out).
+        code: Option<&'static str>,
     },
     /// A refusal no retry cures: the run is Failed with this error.
     Fail {
         /// The error in words.
         error: String,
+        /// Its stable name, when the handler has one (recorded with the run's `failed` event).
+        code: Option<&'static str>,
     },
     /// The run must stop (a withdrawn permission, a capacity wait that ran out): Stopped with this reason.
     Stop {

@@ -47,6 +47,8 @@ pub struct RunEnd {
     pub stop_reason: Option<String>,
     /// The run event to record (`stopped`, `retries_exhausted`, `failed`).
     pub event: &'static str,
+    /// The error's stable name, recorded with the event, when the handler gave one.
+    pub code: Option<&'static str>,
 }
 
 /// The lease of one claimed job.
@@ -189,7 +191,13 @@ impl Lease {
             return Err(self.lost());
         }
         end_run_and_release(&mut tx, self.run, end.run_state, end.error.as_deref(), end.stop_reason.as_deref()).await?;
-        let detail = json!({ "job_id": self.job, "seq": self.seq, "error": end.error, "reason": end.stop_reason });
+        let detail = json!({
+            "job_id": self.job,
+            "seq": self.seq,
+            "error": end.error,
+            "code": end.code,
+            "reason": end.stop_reason,
+        });
         record::run_event_insert(&mut *tx, self.run, end.event, &detail).await?;
         tx.commit().await.db("commit")
     }

@@ -115,14 +115,14 @@ async fn run(ctx: &JobContext) -> Result<Outcome, Error> {
     let job = &ctx.job;
     let spec: ProbeSpec = match serde_json::from_value(job.payload.clone()) {
         Ok(spec) => spec,
-        Err(e) => return Ok(Outcome::Fail { error: format!("probe payload is not a probe spec: {e}") }),
+        Err(e) => return Ok(Outcome::Fail { error: format!("probe payload is not a probe spec: {e}"), code: None }),
     };
     let started = Utc::now();
     let log = Log { spec: &spec, ctx };
     log.write("start");
     if job.seq == spec.fail_seq && job.attempt <= spec.fail_attempts {
         log.write("failed");
-        return Ok(Outcome::Retry { error: format!("probe: injected failure of attempt {}", job.attempt) });
+        return Ok(Outcome::Retry { error: format!("probe: injected failure of attempt {}", job.attempt), code: None });
     }
     if spec.work_ms > 0 {
         tokio::time::sleep(Duration::from_millis(spec.work_ms)).await;

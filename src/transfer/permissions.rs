@@ -265,7 +265,7 @@ impl Revoked {
     /// What becomes of the batch: a missing grant stops the run with these words; an unreadable database retries.
     pub fn into_outcome(self) -> Outcome {
         match self {
-            Revoked::Db(_) => Outcome::Retry { error: self.to_string() },
+            Revoked::Db(_) => Outcome::Retry { error: self.to_string(), code: None },
             other => Outcome::Stop { reason: other.to_string() },
         }
     }
@@ -336,7 +336,10 @@ pub async fn stop_if_revoked(ctx: &JobContext) -> Result<Option<Outcome>, crate:
             }
             .await;
             if let Err(e) = stored {
-                return Ok(Some(Outcome::Retry { error: format!("recording a withdrawn grant's stop: {e}") }));
+                return Ok(Some(Outcome::Retry {
+                    error: format!("recording a withdrawn grant's stop: {e}"),
+                    code: None,
+                }));
             }
             tx.commit_progress().await?;
             Ok(Some(Outcome::Snooze {
@@ -344,7 +347,10 @@ pub async fn stop_if_revoked(ctx: &JobContext) -> Result<Option<Outcome>, crate:
                 reason: format!("{reason} (the batch in doubt is settled before the run stops)"),
             }))
         }
-        Err(e) => Ok(Some(Outcome::Retry { error: format!("the run's permissions could not be re-checked: {e}") })),
+        Err(e) => Ok(Some(Outcome::Retry {
+            error: format!("the run's permissions could not be re-checked: {e}"),
+            code: None,
+        })),
     }
 }
 

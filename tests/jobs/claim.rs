@@ -215,7 +215,7 @@ struct AlwaysFails;
 
 impl Handler for AlwaysFails {
     fn handle<'a>(&'a self, _ctx: &'a JobContext) -> HandlerFuture<'a> {
-        Box::pin(async { Ok(Outcome::Retry { error: "the target refused the connection".into() }) })
+        Box::pin(async { Ok(Outcome::Retry { error: "the target refused the connection".into(), code: None }) })
     }
 }
 
@@ -402,7 +402,7 @@ async fn handler_refusals_and_stops_end_the_run_in_words() {
     impl Handler for Says {
         fn handle<'a>(&'a self, _ctx: &'a JobContext) -> HandlerFuture<'a> {
             let outcome = match self.0 {
-                Outcome2::Fail => Outcome::Fail { error: "the target queue has a filter".into() },
+                Outcome2::Fail => Outcome::Fail { error: "the target queue has a filter".into(), code: None },
                 Outcome2::Stop => Outcome::Stop { reason: "message:send was revoked".into() },
             };
             Box::pin(async move { Ok(outcome) })

@@ -130,6 +130,7 @@ async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target
         .await
         .unwrap();
     assert!(error.contains("cannot be reached") && error.contains("in doubt"), "{error}");
+    assert_eq!(world.end_code(stored.run_id).await.as_deref(), Some("in-doubt-unsettled"));
     let staged = census(TestBed::get().node("east-1"), &format!("studio.transfer.{}", stored.run_id)).await;
     assert!(staged.len() >= 20, "the batch in doubt stays in staging: {} there", staged.len());
 

@@ -41,6 +41,7 @@ use super::spool::Spool;
 use super::staged::{check_staging_consumers, list_staging, staging_depth, HELD_ELSEWHERE_RETRY};
 use super::state::{self, BatchCount, TransferRun};
 use super::window::{self, Resend};
+use super::Code;
 use super::{dmq, fault, Phase, RelayConfig, RelayError, TransferHandler};
 use crate::broker::core_pool::Link;
 use crate::broker::jolokia::BrokerState;
@@ -174,7 +175,10 @@ impl<'a> Batch<'a> {
         let settings = load_settings(ctx).await?;
         let run = load(ctx).await?;
         let Some(staging_queue) = run.staging_queue.clone() else {
-            return Err(RelayError::Refused(format!("run {} has no staging queue: it was never prepared", run.id)));
+            return Err(RelayError::refused(
+                Code::NotThisRun,
+                format!("run {} has no staging queue: it was never prepared", run.id),
+            ));
         };
         let batch_size = settings.batch_size.max(1);
         Ok(Batch { h, ctx, config, spool, run, settings, staging_queue, batch_size, started, laps })
@@ -193,8 +197,8 @@ impl<'a> Batch<'a> {
         let estimate = BatchSize::estimate(&self.run.counters, self.batch_size, self.settings.batch_bytes);
         match check_target(&self.run.plan.target.display(), &facts, estimate, self.settings.capacity_threshold_pct) {
             TargetCheck::Go => {}
-            TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
-            TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Refuse(words) => return Err(RelayError::refused(Code::Target("target-condition"), words)),
+            TargetCheck::Unknown(words) => return Err(RelayError::transient(Code::Target("target-unknown"), words)),
             TargetCheck::Wait(words) if !self.ctx.stop_requested => return self.wait_for_room(words).await,
             // Stopping: the batch in doubt is settled whatever the target's room (I6).
             TargetCheck::Wait(_) => {}
@@ -279,7 +283,7 @@ impl<'a> Batch<'a> {
         let target_broker = facts.node.as_ref().map(|n| &n.broker);
         match window::resend(self.run.relay.window.as_ref(), target_broker) {
             Resend::Safe => Ok(ControlFlow::Continue(())),
-            Resend::Unknown(words) => Err(RelayError::Transient(words)),
+            Resend::Unknown(words) => Err(RelayError::transient(Code::DuplicateWindow, words)),
             Resend::CacheLost => {
                 self.run.relay.in_doubt = settled.still_in_doubt.clone();
                 self.run.counters.delivered += settled.reconciled;
@@ -332,7 +336,9 @@ impl<'a> Batch<'a> {
             },
             _ if depth > 0 => {}
             TargetCheck::Wait(words) => return self.wait_for_room(words).await,
-            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => {
+                return Err(RelayError::transient(Code::Target("source-heap-unknown"), words))
+            }
         }
         self.laps.lap("reconcile+refill");
         Ok(ControlFlow::Continue(()))
@@ -449,7 +455,7 @@ impl<'a> Batch<'a> {
                 let mut tx = self.ctx.lease.begin().await?;
                 state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
                 tx.commit_progress().await?;
-                Err(RelayError::Refused(words))
+                Err(RelayError::refused(Code::TargetChanged, words))
             }
             Err(SendFailure::Full(e)) => {
                 source.give_back().await;
@@ -459,7 +465,9 @@ impl<'a> Batch<'a> {
                 }
                 self.wait_for_room(full_words(&e)).await
             }
-            Err(SendFailure::Other(e)) => Err(RelayError::transient("sending the batch to the target", e)),
+            Err(SendFailure::Other(e)) => {
+                Err(RelayError::transient_in(Code::Core, "sending the batch to the target", e))
+            }
         }
     }
 
@@ -600,7 +608,7 @@ impl<'a> Batch<'a> {
 /// The consumer a taken batch came from.
 fn batch_consumer(consumer: &mut Option<Consumer>) -> Result<&mut Consumer, RelayError> {
     consumer.as_mut().ok_or_else(|| {
-        RelayError::Transient("the batch's staging consumer was closed before the batch was done".into())
+        RelayError::transient(Code::Core, "the batch's staging consumer was closed before the batch was done")
     })
 }
 

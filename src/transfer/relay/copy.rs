@@ -41,6 +41,7 @@ use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outco
 use super::send::{batch_count, full_words, outbound_batch, send_batch_proving, Route, SendFailure, Sent, TargetWatch};
 use super::state::{self, BatchCount, JobAttempt, TransferRun};
 use super::window::{self, Resend};
+use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
 use crate::broker::core_pool::Link;
 use crate::broker::jolokia::BrokerState;
@@ -97,7 +98,10 @@ async fn before_the_slice(
     run: &mut TransferRun,
 ) -> Result<Option<Outcome>, RelayError> {
     if run.plan.mode != Mode::Copy {
-        return Err(RelayError::Refused(format!("run {} is a move; a copy job cannot run it", run.id)));
+        return Err(RelayError::refused(
+            Code::NotThisRun,
+            format!("run {} is a move; a copy job cannot run it", run.id),
+        ));
     }
     if run.relay.progressed_in.is_some_and(|p| p.is_earlier_attempt_of(&JobAttempt::of(&ctx.job))) {
         return hand_over(ctx, run).await.map(Some);
@@ -178,10 +182,13 @@ impl<'a> Slice<'a> {
         let browser = match browse_session.create_browser(&run.plan.source.queue, options).await {
             Ok(b) => b,
             Err(e) if e.is_not_authorized() => {
-                return Err(RelayError::Refused(format!(
-                    "the broker refused to let the relay browse {}: {e} (the relay's user needs `browse` on it)",
-                    run.plan.source.display()
-                )))
+                return Err(RelayError::refused(
+                    Code::NotAuthorized,
+                    format!(
+                        "the broker refused to let the relay browse {}: {e} (the relay's user needs `browse` on it)",
+                        run.plan.source.display()
+                    ),
+                ))
             }
             Err(e) => return Err(e.into()),
         };
@@ -304,7 +311,7 @@ impl<'a> Slice<'a> {
         if browsed.ids.iter().any(|id| run.relay.in_doubt.contains(id)) {
             match window::resend(run.relay.window.as_ref(), target_broker) {
                 Resend::Safe => {}
-                Resend::Unknown(words) => return Err(RelayError::Transient(words)),
+                Resend::Unknown(words) => return Err(RelayError::transient(Code::DuplicateWindow, words)),
                 Resend::CacheLost => {
                     let in_doubt = run.relay.in_doubt.clone();
                     let started = target_broker.and_then(BrokerState::started_millis);
@@ -343,7 +350,10 @@ impl<'a> Slice<'a> {
             self.target_conn = Some(self.h.links.take(target, self.config.connection_ttl).await?);
         }
         let Some(conn) = self.target_conn.as_ref() else {
-            return Err(RelayError::Transient("the target connection was closed before the batch was sent".into()));
+            return Err(RelayError::transient(
+                Code::Core,
+                "the target connection was closed before the batch was sent",
+            ));
         };
         let watch = TargetWatch::start(conn, &self.run.plan.target.queue, &self.run.plan.target.display()).await?;
         let target_session = conn.create_session(SessionOptions::transacted()).await?;
@@ -354,14 +364,16 @@ impl<'a> Slice<'a> {
             send_batch_proving(&target_session, &watch, &browsed.received, &prepared, attempts, accepted_before).await;
         let sent = match sent {
             Ok(sent) => sent,
-            Err(SendFailure::Refused { words, .. }) => return Err(RelayError::Refused(words)),
+            Err(SendFailure::Refused { words, .. }) => return Err(RelayError::refused(Code::TargetChanged, words)),
             Err(SendFailure::Full(e)) => {
                 // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
                 // target's duplicate cache.
                 let wait = wait_for_room(self.ctx, &mut self.run, settings, full_words(&e)).await?;
                 return Ok(ControlFlow::Break(wait));
             }
-            Err(SendFailure::Other(e)) => return Err(RelayError::transient("sending the batch to the target", e)),
+            Err(SendFailure::Other(e)) => {
+                return Err(RelayError::transient_in(Code::Core, "sending the batch to the target", e))
+            }
         };
         fault::reach("copy-target-commit");
         drop(watch);
@@ -476,8 +488,8 @@ fn guard_target(
     let estimate = BatchSize::estimate(&run.counters, batch_size as u32, settings.batch_bytes);
     match check_target(&run.plan.target.display(), facts, estimate, settings.capacity_threshold_pct) {
         TargetCheck::Go => Ok(None),
-        TargetCheck::Refuse(words) => Err(RelayError::Refused(words)),
-        TargetCheck::Unknown(words) => Err(RelayError::Transient(words)),
+        TargetCheck::Refuse(words) => Err(RelayError::refused(Code::Target("target-condition"), words)),
+        TargetCheck::Unknown(words) => Err(RelayError::transient(Code::Target("target-unknown"), words)),
         TargetCheck::Wait(words) => Ok(Some(words)),
     }
 }
@@ -564,7 +576,7 @@ async fn browse_one(
     if !delivery.body_streamed() {
         return Ok(Some(Received::in_memory(delivery)));
     }
-    let len = file.finish().await.map_err(|e| RelayError::transient("spooling a large body", e))?;
+    let len = file.finish().await.map_err(|e| RelayError::transient_in(Code::Spool, "spooling a large body", e))?;
     Ok(Some(Received::spooled(delivery, file, len)))
 }
 

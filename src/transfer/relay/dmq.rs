@@ -45,6 +45,7 @@ use chrono::Utc;
 use super::receive::{receive_batch, Limits, Received};
 use super::send::send_one;
 use super::spool::Spool;
+use super::Code;
 use super::{RelayConfig, RelayError};
 use crate::jobs::settings::Settings;
 use crate::transfer::outbound::{outbound_headers, Origin, OutboundTarget};
@@ -460,7 +461,7 @@ pub(crate) async fn dead_letter<T: DeadLetterTx>(
                     return Ok(Fate::DeadLettered { queue: name.clone(), already: true });
                 }
                 Err(e) if e.is_connection_lost() || e.is_timeout() => {
-                    return Err(RelayError::transient(&format!("dead-lettering on {}", queue.fqqn), e))
+                    return Err(RelayError::transient_in(Code::Core, &format!("dead-lettering on {}", queue.fqqn), e))
                 }
                 Err(e) => {
                     last = e.to_string();
@@ -579,10 +580,13 @@ pub(crate) async fn receive_again(
     let limits = Limits { messages: 1, bytes: u64::MAX };
     let (mut again, _) = receive_batch(consumer, spool, config, limits, Some(&only)).await?;
     again.pop().ok_or_else(|| {
-        RelayError::Transient(format!(
+        RelayError::transient(
+            Code::Core,
+            format!(
             "staging message {id} did not come back after its dead-letter transaction was rolled back; the batch is \
              retried"
-        ))
+        ),
+        )
     })
 }
 

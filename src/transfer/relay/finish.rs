@@ -14,6 +14,7 @@ use super::refill::whole_queue_left;
 use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
 use super::state::{self, TransferRun};
+use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
@@ -51,7 +52,9 @@ async fn load(ctx: &JobContext) -> Result<TransferRun, RelayError> {
 /// do not prove sends the run back to refilling, a bounded number of times.
 pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
-    let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
+    let settings = crate::jobs::settings::load(&ctx.pool)
+        .await
+        .map_err(|e| RelayError::transient_in(Code::Database, "settings", e))?;
     let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     let staging_queue = run.staging_queue.clone().unwrap_or_else(|| staging::staging_queue_name(run.id));
     let spec = StagingSpec { name: staging_queue.clone(), batch_size: settings.batch_size };
@@ -199,7 +202,9 @@ pub async fn return_to_source(
     config: &RelayConfig,
 ) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
-    let settings = crate::jobs::settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("settings", e))?;
+    let settings = crate::jobs::settings::load(&ctx.pool)
+        .await
+        .map_err(|e| RelayError::transient_in(Code::Database, "settings", e))?;
     {
         let mut tx = ctx.lease.begin().await?;
         state::set_active_state(tx.conn(), run.id, RunState::Returning).await?;
@@ -235,10 +240,13 @@ pub async fn return_to_source(
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
         if held > 0 {
-            return Err(RelayError::Transient(format!(
-                "{held} messages are still in staging {staging_queue} (in delivery to a consumer that is gone?); \
+            return Err(RelayError::transient(
+                Code::StagingHeld,
+                format!(
+                    "{held} messages are still in staging {staging_queue} (in delivery to a consumer that is gone?); \
                  the return tries again"
-            )));
+                ),
+            ));
         }
         staging::remove(&source.mgmt, &spec, false).await?;
     }
@@ -309,11 +317,14 @@ async fn settle_in_doubt(
     let present: HashSet<i64> = list_staging(source_conn, staging_queue).await?.ids.into_iter().collect();
     let held = staging_depth(source_conn, staging_queue).await?;
     if held > present.len() as i64 {
-        return Err(RelayError::Transient(format!(
+        return Err(RelayError::transient(
+            Code::StagingHeld,
+            format!(
             "staging {staging_queue} holds {held} messages but only {} are visible: the rest are still in delivery to \
              a consumer that is gone; the return tries again when the broker gives them back",
             present.len()
-        )));
+        ),
+        ));
     }
     let doubt = InDoubt::sort(&run.relay, &present);
     let (resent, already) = if doubt.wanted.is_empty() {
@@ -336,19 +347,25 @@ async fn resend_in_doubt(
     wanted: &HashSet<i64>,
 ) -> Result<(usize, i64), RelayError> {
     let unreachable = |e: &dyn std::fmt::Display| {
-        RelayError::Refused(format!(
-            "the target cannot be reached ({e}): the {} messages of the batch in doubt stay in staging \
+        RelayError::refused(
+            Code::InDoubtUnsettled,
+            format!(
+                "the target cannot be reached ({e}): the {} messages of the batch in doubt stay in staging \
              {staging_queue}; some may already be on the target. Return again once the target is back.",
-            wanted.len()
-        ))
+                wanted.len()
+            ),
+        )
     };
     // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
     let stays = |words: String| {
-        RelayError::Refused(format!(
-            "{words}. The {} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
+        RelayError::refused(
+            Code::InDoubtUnsettled,
+            format!(
+                "{words}. The {} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
              on the target. Return again once the target accepts messages.",
-            wanted.len()
-        ))
+                wanted.len()
+            ),
+        )
     };
     let target =
         ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
@@ -359,18 +376,21 @@ async fn resend_in_doubt(
     let limits = Limits { messages: usize::MAX, bytes: u64::MAX };
     let (received, _) = receive_batch(&mut consumer, &h.spool, config, limits, Some(wanted)).await?;
     if received.len() != wanted.len() {
-        return Err(RelayError::Transient(format!(
+        return Err(RelayError::transient(
+            Code::StagingHeld,
+            format!(
             "only {} of the {} in-doubt messages in staging {staging_queue} could be received; the return tries again",
             received.len(),
             wanted.len()
-        )));
+        ),
+        ));
     }
     let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
     let route = Route::with_routing(run, artemis_core::admin::RoutingType::Anycast);
     let (prepared, _) = outbound_batch(&received, &route.target, &route.origin, crate::transfer::Mode::Move);
     let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display()).await.map_err(
         |e| match e {
-            RelayError::Refused(words) => stays(words),
+            RelayError::Refused { words, .. } => stays(words),
             other => other,
         },
     )?;
@@ -378,9 +398,15 @@ async fn resend_in_doubt(
         Ok((already, _)) => already,
         Err(SendFailure::Refused { words, .. }) => return Err(stays(words)),
         Err(SendFailure::Full(f)) => {
-            return Err(RelayError::transient("settling the batch in doubt: the target has no room", f.error))
+            return Err(RelayError::transient_in(
+                Code::Target("capacity-bytes"),
+                "settling the batch in doubt: the target has no room",
+                f.error,
+            ))
         }
-        Err(SendFailure::Other(e)) => return Err(RelayError::transient("settling the batch in doubt", e)),
+        Err(SendFailure::Other(e)) => {
+            return Err(RelayError::transient_in(Code::Core, "settling the batch in doubt", e))
+        }
     };
     for r in &received {
         consumer.ack(&r.delivery).await?;

@@ -39,6 +39,7 @@ use super::queues::{create_target_queue, source_queue_mbean};
 use super::refill::whole_queue_left;
 use super::run::{load, load_settings, stop_outcome, wait_for_room, Step};
 use super::state::{self, RefillIntent, TransferRun};
+use super::Code;
 use super::{fault, Phase, RelayError, TransferHandler};
 use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
 use crate::broker::node::NodeAccess;
@@ -97,10 +98,13 @@ impl<'a> Chunk<'a> {
         let settings = load_settings(ctx).await?;
         let run = load(ctx).await?;
         if run.plan.mode != Mode::Move || !run.plan.same_node() {
-            return Err(RelayError::Refused(format!(
-                "run {} is not a move between two queues of one node; a move on one node cannot run it",
-                run.id
-            )));
+            return Err(RelayError::refused(
+                Code::NotThisRun,
+                format!(
+                    "run {} is not a move between two queues of one node; a move on one node cannot run it",
+                    run.id
+                ),
+            ));
         }
         let node = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
         let source = source_queue_mbean(&node, &run);
@@ -160,8 +164,8 @@ impl<'a> Chunk<'a> {
         let facts = end_facts(&self.node.mgmt, &run.plan.target).await?;
         match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
             TargetCheck::Go => {}
-            TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
-            TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Refuse(words) => return Err(RelayError::refused(Code::Target("target-condition"), words)),
+            TargetCheck::Unknown(words) => return Err(RelayError::transient(Code::Target("target-unknown"), words)),
             TargetCheck::Wait(words) => return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?)),
         }
         if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
@@ -170,7 +174,9 @@ impl<'a> Chunk<'a> {
                 TargetCheck::Wait(words) => {
                     return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?))
                 }
-                TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+                TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => {
+                    return Err(RelayError::transient(Code::Target("source-heap-unknown"), words))
+                }
             }
         }
         Ok(ControlFlow::Continue(()))

@@ -38,6 +38,7 @@ macro_rules! go_on {
 pub mod batch;
 pub mod copy;
 pub mod dmq;
+pub mod error;
 pub mod fault;
 pub mod finish;
 pub mod guard;
@@ -60,13 +61,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::broker::core_pool::CorePool;
-use crate::broker::jolokia::JolokiaError;
 use crate::broker::permits::PermitSource;
 use crate::jobs::handler::{Handler, HandlerFuture, JobContext, Outcome};
 use crate::jobs::NewJob;
-use crate::registry::ends::{EndCache, EndError};
-use crate::transfer::staging::StagingError;
+use crate::registry::ends::EndCache;
 
+pub use self::error::{Code, ErrorKind, RelayError};
 use self::spool::Spool;
 
 /// The job kind of a run's jobs, a move's and a copy's: named for the move, which came first; it is stored in job
@@ -155,7 +155,10 @@ impl TransferHandler {
 
     async fn run(&self, ctx: &JobContext) -> Result<Outcome, RelayError> {
         let phase: Phase = serde_json::from_value(ctx.job.payload.clone()).map_err(|e| {
-            RelayError::Refused(format!("job {} has a payload this worker cannot read: {e}", ctx.job.id))
+            RelayError::refused(
+                Code::NotThisRun,
+                format!("job {} has a payload this worker cannot read: {e}", ctx.job.id),
+            )
         })?;
         match phase {
             Phase::Prepare => prepare::prepare(self, ctx).await,
@@ -183,92 +186,5 @@ impl Handler for TransferHandler {
     /// A stop must first settle an in-doubt batch while the target's duplicate cache still holds it (I6).
     fn settles_on_stop(&self) -> bool {
         true
-    }
-}
-
-/// Why a move job could not do its work, sorted by what becomes of the run.
-#[derive(Debug, thiserror::Error)]
-pub enum RelayError {
-    /// The engine (a lost lease ends the attempt without another write).
-    #[error(transparent)]
-    Jobs(#[from] crate::jobs::Error),
-    /// A refusal no retry cures: the run is Failed with these words.
-    #[error("{0}")]
-    Refused(String),
-    /// A transient failure: retried with backoff, then Interrupted.
-    #[error("{0}")]
-    Transient(String),
-}
-
-impl RelayError {
-    fn into_outcome(self) -> Outcome {
-        match self {
-            RelayError::Refused(error) => Outcome::Fail { error },
-            RelayError::Transient(error) => Outcome::Retry { error },
-            // Handled before: the executor sees the engine's own error.
-            RelayError::Jobs(e) => Outcome::Retry { error: e.to_string() },
-        }
-    }
-
-    /// A transient failure described as `what: error`.
-    pub fn transient(what: &str, error: impl std::fmt::Display) -> RelayError {
-        RelayError::Transient(format!("{what}: {error}"))
-    }
-}
-
-impl From<sqlx::Error> for RelayError {
-    fn from(e: sqlx::Error) -> RelayError {
-        RelayError::transient("the database", e)
-    }
-}
-
-impl From<state::StateError> for RelayError {
-    fn from(e: state::StateError) -> RelayError {
-        match e {
-            state::StateError::Db(e) => e.into(),
-            other => RelayError::Refused(other.to_string()),
-        }
-    }
-}
-
-impl From<EndError> for RelayError {
-    fn from(e: EndError) -> RelayError {
-        match e {
-            EndError::Gone(words) => RelayError::Refused(words),
-            EndError::NotLive(words) => RelayError::Transient(words),
-            EndError::Db(e) => e.into(),
-        }
-    }
-}
-
-impl From<JolokiaError> for RelayError {
-    fn from(e: JolokiaError) -> RelayError {
-        RelayError::transient("a management call", e)
-    }
-}
-
-impl From<StagingError> for RelayError {
-    fn from(e: StagingError) -> RelayError {
-        if e.is_refusal() {
-            RelayError::Refused(e.to_string())
-        } else {
-            RelayError::Transient(e.to_string())
-        }
-    }
-}
-
-impl From<artemis_core::Error> for RelayError {
-    fn from(e: artemis_core::Error) -> RelayError {
-        if e.is_not_authorized() {
-            RelayError::Refused(format!("the broker refused the relay: {e}"))
-        } else {
-            RelayError::transient("a Core call", e)
-        }
-    }
-}
-
-impl From<spool::SpoolError> for RelayError {
-    fn from(e: spool::SpoolError) -> RelayError {
-        RelayError::Transient(e.to_string())
     }
 }

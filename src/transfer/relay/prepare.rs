@@ -6,6 +6,7 @@ use serde_json::json;
 use super::queues::create_target_queue;
 use super::run::{load, load_settings, stop_outcome};
 use super::state;
+use super::Code;
 use super::{Phase, RelayError, TransferHandler};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::registry::ends;
@@ -24,7 +25,10 @@ pub async fn prepare(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, R
     }
     let settings = load_settings(ctx).await?;
     if run.plan.mode != Mode::Move {
-        return Err(RelayError::Refused(format!("run {} is a copy; a move job cannot run it", run.id)));
+        return Err(RelayError::refused(
+            Code::NotThisRun,
+            format!("run {} is a copy; a move job cannot run it", run.id),
+        ));
     }
     let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     if run.create_target {
@@ -39,7 +43,10 @@ pub async fn prepare(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, R
     match conn.queue_query(&spec.name).await {
         Ok(Some(info)) => staging::check_core_view(&info, &spec)?,
         Ok(None) => {
-            return Err(RelayError::Transient(format!("the staging queue {} is not visible over Core yet", spec.name)))
+            return Err(RelayError::transient(
+                Code::Core,
+                format!("the staging queue {} is not visible over Core yet", spec.name),
+            ))
         }
         Err(e) if e.is_not_authorized() => {
             return Err(staging::StagingError::refused_over_core(&spec.name, &e.to_string()).into())

@@ -2,6 +2,7 @@
 //! said it would create it, and the target's facts the per-batch guard reads.
 
 use super::state::TransferRun;
+use super::Code;
 use super::{RelayError, TransferHandler};
 use crate::broker::jolokia::{ObjectName, QueueConfig, RoutingType};
 use crate::broker::node::NodeAccess;
@@ -27,7 +28,11 @@ pub(crate) async fn create_target_queue(target: &NodeAccess, run: &TransferRun) 
         Err(e) if e.to_string().contains("AMQ229019") || e.to_string().to_lowercase().contains("already exists") => {
             Ok(())
         }
-        Err(e) => Err(RelayError::transient(&format!("creating the target queue {}", queue.display()), e)),
+        Err(e) => Err(RelayError::transient_in(
+            Code::Management,
+            &format!("creating the target queue {}", queue.display()),
+            e,
+        )),
     }
 }
 

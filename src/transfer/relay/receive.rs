@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use artemis_core::Delivery;
 
 use super::spool::{Spool, SpoolFile};
+use super::Code;
 use super::{RelayConfig, RelayError};
 
 /// A received staging message and, for a large one, its spooled body.
@@ -67,7 +68,8 @@ pub(crate) async fn receive_batch(
         let wait = if received.is_empty() { config.first_receive } else { config.next_receive };
         let Some(delivery) = consumer.recv_streaming(wait, file.writer()).await? else { break };
         let spooled = if delivery.body_streamed() {
-            let len = file.finish().await.map_err(|e| RelayError::transient("spooling a large body", e))?;
+            let len =
+                file.finish().await.map_err(|e| RelayError::transient_in(Code::Spool, "spooling a large body", e))?;
             let full = std::mem::replace(&mut file, spool.file().await?);
             Some((full, len))
         } else {

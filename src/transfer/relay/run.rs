@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::state::{self, TransferRun};
 use super::window::{self, Room};
+use super::Code;
 use super::RelayError;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::{self, Settings};
@@ -22,7 +23,7 @@ pub(crate) async fn load(ctx: &JobContext) -> Result<TransferRun, RelayError> {
 }
 
 pub(crate) async fn load_settings(ctx: &JobContext) -> Result<Settings, RelayError> {
-    settings::load(&ctx.pool).await.map_err(|e| RelayError::transient("reading the settings", e))
+    settings::load(&ctx.pool).await.map_err(|e| RelayError::transient_in(Code::Database, "reading the settings", e))
 }
 
 pub(crate) fn stop_outcome(run: &TransferRun) -> Outcome {
@@ -60,10 +61,11 @@ pub(crate) async fn hold_back(
 ) -> Result<Outcome, RelayError> {
     match room {
         Room::Full(words) => wait_for_room(ctx, run, settings, words).await,
-        Room::Unknown(words) => Err(RelayError::Transient(words)),
-        Room::Open { .. } | Room::NoCache => {
-            Err(RelayError::Transient("the duplicate-id window held back a batch it had room for".into()))
-        }
+        Room::Unknown(words) => Err(RelayError::transient(Code::DuplicateWindow, words)),
+        Room::Open { .. } | Room::NoCache => Err(RelayError::transient(
+            Code::DuplicateWindow,
+            "the duplicate-id window held back a batch it had room for",
+        )),
     }
 }
 

@@ -12,6 +12,7 @@ use super::fault;
 use super::guard::{recheck_before_commit, QueueView};
 use super::receive::Received;
 use super::state::{BatchCount, TransferRun};
+use super::Code;
 use super::RelayError;
 use crate::broker::jolokia::RoutingType;
 use crate::transfer::facts::EndFacts;
@@ -134,13 +135,17 @@ impl<'a> TargetWatch<'a> {
         match conn.queue_query(queue).await? {
             Some(info) => {
                 let before = QueueView::from(&info);
-                recheck_before_commit(display, &before, Some(&before)).map_err(RelayError::Refused)?;
+                recheck_before_commit(display, &before, Some(&before))
+                    .map_err(|words| RelayError::refused(Code::TargetChanged, words))?;
                 Ok(TargetWatch { conn, queue: queue.to_string(), display: display.to_string(), before })
             }
-            None => Err(RelayError::Refused(format!(
-                "the target queue {display} no longer exists: a send would be dropped or re-create it by \
+            None => Err(RelayError::refused(
+                Code::TargetChanged,
+                format!(
+                    "the target queue {display} no longer exists: a send would be dropped or re-create it by \
                  auto-create, so nothing was sent"
-            ))),
+                ),
+            )),
         }
     }
 

@@ -8,6 +8,7 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::state::{self, TransferRun};
+use super::Code;
 use super::{RelayConfig, RelayError};
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::transfer::staging;
@@ -96,9 +97,12 @@ pub(crate) async fn list_staging(
 pub(crate) async fn staging_depth(conn: &artemis_core::Connection, staging_queue: &str) -> Result<i64, RelayError> {
     match conn.queue_query(staging_queue).await? {
         Some(info) => Ok(info.message_count),
-        None => Err(RelayError::Refused(format!(
-            "the staging queue {staging_queue} is gone from the source broker: whatever it held is no longer \
+        None => Err(RelayError::refused(
+            Code::StagingGone,
+            format!(
+                "the staging queue {staging_queue} is gone from the source broker: whatever it held is no longer \
              traceable by this run (was it deleted by hand?)"
-        ))),
+            ),
+        )),
     }
 }

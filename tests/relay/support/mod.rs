@@ -215,6 +215,19 @@ impl World {
         (state, serde_json::from_value(counters).unwrap())
     }
 
+    /// The code of the run's last `failed` or `retries_exhausted` event (`None` when it has none, or no code).
+    pub async fn end_code(&self, run: uuid::Uuid) -> Option<String> {
+        sqlx::query_scalar(
+            "SELECT detail->>'code' FROM run_event WHERE run_id = $1 \
+             AND kind IN ('failed', 'retries_exhausted') ORDER BY id DESC LIMIT 1",
+        )
+        .bind(run)
+        .fetch_optional(&self.pool)
+        .await
+        .unwrap()
+        .flatten()
+    }
+
     /// Waits until the run is in one of `states`; returns the state and counters.
     pub async fn wait_run(&self, run: uuid::Uuid, states: &[&str], limit: Duration) -> (String, Counters) {
         let log_dir = self.log_dir.clone();
