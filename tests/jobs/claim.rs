@@ -289,6 +289,30 @@ async fn a_stop_request_stops_a_waiting_run_now_and_a_busy_one_at_its_next_claim
     assert_eq!(resumed.seq, 2);
 }
 
+/// A claim never waits on a run row that an operator's action holds (a stop locks the run, then its job): it skips
+/// that run's job this time. Before, the claim locked the job and then waited on the run row to mark a queued run
+/// running, while the stop held the run row and waited on the job: Postgres broke the deadlock by failing one of
+/// them, and an operator's stop was answered "deadlock detected" (seen in `prune::a_worker_process_prunes_on_its_schedule`).
+#[tokio::test]
+async fn a_claim_skips_a_run_an_action_holds_instead_of_deadlocking_with_it() {
+    let db = support::db("claim_skips_held_run").await;
+    let run = support::start_probe_run(&db.pool, &ProbeSpec::new(2)).await;
+    let mut action = db.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM transfer_run WHERE id = $1 FOR UPDATE").bind(run).execute(&mut *action).await.unwrap();
+    let claimed = tokio::time::timeout(Duration::from_secs(5), claim(&db.pool, "w"))
+        .await
+        .expect("the claim waited on a run row an action holds");
+    assert!(claimed.is_none(), "the job of a run an action holds was claimed: {claimed:?}");
+    // The action goes on to the run's job, which no claim holds.
+    let job = sqlx::query("SELECT 1 FROM job WHERE run_id = $1 AND state = 'pending' FOR UPDATE").bind(run);
+    tokio::time::timeout(Duration::from_secs(5), job.execute(&mut *action))
+        .await
+        .expect("the action waited on the run's job")
+        .unwrap();
+    action.rollback().await.unwrap();
+    assert!(claim(&db.pool, "w").await.is_some(), "once the action is done, the job is claimed");
+}
+
 /// A pending job whose run has a batch in doubt (paced, snoozed or backing off) is not cancelled by a stop: the
 /// job is made due now and the worker that claims it settles the batch, then stops the run (SPEC I6). Before
 /// migration 0008 the run stopped at once with its batch in doubt.

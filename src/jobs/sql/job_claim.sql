@@ -8,6 +8,11 @@
 -- slots are taken with SKIP LOCKED, so concurrent claimers never wait on each other and never take the same
 -- row. The candidate set is tiny: job_one_live_per_run allows one live job per run, so at most one candidate
 -- per run and no two candidates of one run.
+--
+-- A candidate's run row is locked with its job, and skipped when locked: the claim later writes the run (a
+-- queued run becomes running; a lease_expired event references it), and an operator's action (a stop, a
+-- cancel) locks the run row first and then its job. Had the claim locked the job and then waited on the run,
+-- the two would deadlock.
 WITH cap AS (
     SELECT (value #>> '{}')::integer AS runs FROM setting WHERE key = 'concurrent_runs'
 ),
@@ -15,11 +20,12 @@ candidate AS (
     SELECT j.id, j.run_id, j.priority, j.run_at, j.state AS was_state, j.lease_owner AS was_owner,
            EXISTS (SELECT 1 FROM run_slot s WHERE s.run_id = j.run_id) AS holds_slot
     FROM job j
+    JOIN transfer_run r ON r.id = j.run_id
     WHERE (j.state = 'pending' AND j.run_at <= now())
        OR (j.state = 'running' AND j.lease_expires_at <= now())
     ORDER BY holds_slot DESC, j.priority DESC, j.run_at, j.id
     LIMIT $3
-    FOR UPDATE OF j SKIP LOCKED
+    FOR UPDATE OF r, j SKIP LOCKED
 ),
 -- Candidates whose run must take a slot, numbered in claim order…
 needs_slot AS (
