@@ -3,9 +3,10 @@
 //! and target cluster) whether it is done or refused.
 //!
 //! The checks, the start of the run's first job and the audit are **one implementation in SQL**
-//! (`transfer_execute`, `transfer_stop`, `transfer_resume`, `transfer_return`, migration 0004), which the Studio
+//! (`transfer_execute`, `transfer_stop`, `transfer_resume`, `transfer_return`, `sql/functions/`), which the Studio
 //! backend calls directly; this module calls the same functions and maps their SQLSTATEs (class `AT`, listed in
-//! the migration and in docs/studio-integration.md) back to [`ActionError`], so the CLI's words are the SQL path's.
+//! `sql/functions/action_entry_points.sql` and in docs/studio-integration.md) back to [`ActionError`], so the
+//! CLI's words are the SQL path's.
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
