@@ -5,18 +5,20 @@
 -- row of the refusal, so the action functions catch what their checks raise and return it as a
 -- `transfer_action_result` (sqlstate, message, detail), after writing the audit row:
 --   sqlstate '00000'  done; message says what happened, detail carries the result (job id, sequence, …)
---   sqlstate 'AT0xx'  refused (our own class 'AT', listed below); message in words, detail as JSON
+--   sqlstate 'AT0xx'  refused (our own class 'AT', listed below); detail as JSON says what is wrong to a program,
+--                     message to a person, in words that name no caller's flag or field (each caller — the CLI,
+--                     the API — says in its own terms how to give what is missing)
 --   any other         an error of the database itself (audited as 'error'); message is Postgres's
 -- The SQLSTATEs of class AT (stable; transfer::actions maps each to its ActionError variant):
 --   AT000  the call itself is malformed (no operator, an unknown permission or mode)
 --   AT001  no such run — or one whose source or target cluster the operator may not see (the same words)
 --   AT002  the run is not in a state the action applies to            detail {state, action}
 --   AT003  the preview expired                                         detail {at}
---   AT004  the plan hash is not the previewed one                      detail {given, expected}
+--   AT004  the plan hash is not the previewed one                      detail {given} (never the expected hash)
 --   AT005  the preview refused the run (refused findings, no plan)     detail {words}
---   AT006  needs-acknowledgement codes not acknowledged                detail {codes}
+--   AT006  needs-acknowledgement codes not acknowledged                detail {codes: [code, …]}
 --   AT007  an acknowledgement of a code the preview did not raise      detail {code}
---   AT008  the typed confirmation is missing or wrong                  detail {expected, why}
+--   AT008  the typed confirmation is missing or wrong                  detail {expected, typed (null: none)}
 --   AT009  over the safety cap (or of unknown size) without override   detail {cap}
 --   AT010  another run is active on the source queue                   detail {queue}
 --   AT011  not possible for this kind of run (a return of a copy or of a move on one node)

@@ -22,7 +22,7 @@ DECLARE
     v_refused text;
     v_needed  text[];
     v_stray   text;
-    v_missing text;
+    v_missing text[];
     v_cap     bigint;
     v_started jsonb;
 BEGIN
@@ -41,9 +41,10 @@ BEGIN
     END IF;
     IF p_plan_hash IS DISTINCT FROM coalesce(r.plan_hash, '') THEN
         RAISE EXCEPTION USING ERRCODE = 'AT004',
-            MESSAGE = format('the plan hash %s is not the one run %s was previewed with (%s): preview again',
-                             coalesce(p_plan_hash, ''), p_run, coalesce(r.plan_hash, '')),
-            DETAIL = jsonb_build_object('given', coalesce(p_plan_hash, ''), 'expected', coalesce(r.plan_hash, ''))::text;
+            -- Never the expected hash, in words or detail: echoing it shows the operator saw this preview.
+            MESSAGE = format('the plan hash %s is not the one run %s was previewed with: preview again',
+                             coalesce(p_plan_hash, ''), p_run),
+            DETAIL = jsonb_build_object('given', coalesce(p_plan_hash, ''))::text;
     END IF;
     v_preview := coalesce(r.preview, '{}'::jsonb);
     v_findings := CASE WHEN jsonb_typeof(v_preview -> 'findings') = 'array' THEN v_preview -> 'findings'
@@ -69,26 +70,23 @@ BEGIN
             MESSAGE = format('the preview did not raise %s; acknowledge only its own codes', v_stray),
             DETAIL = jsonb_build_object('code', v_stray)::text;
     END IF;
-    SELECT string_agg(c, ', ' ORDER BY i) INTO v_missing
+    -- The words below name no caller's field or flag: each caller (the CLI, the API) says from the detail how to
+    -- give what is missing in its own terms.
+    SELECT array_agg(c ORDER BY i) INTO v_missing
     FROM unnest(v_needed) WITH ORDINALITY AS n (c, i)
     WHERE NOT (c = ANY (coalesce(p_acknowledged, '{}')));
     IF v_missing IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'AT006',
-            MESSAGE = 'acknowledge these findings to run it (--ack <code>): ' || v_missing,
-            DETAIL = jsonb_build_object('codes', v_missing)::text;
+            MESSAGE = 'acknowledge these findings to run it: ' || array_to_string(v_missing, ', '),
+            DETAIL = jsonb_build_object('codes', to_jsonb(v_missing))::text;
     END IF;
-    IF transfer__preview_flag(v_preview, 'needs_typed_confirmation') OR v_plan ->> 'mode' = 'move' THEN
-        IF p_typed_queue IS NULL THEN
-            RAISE EXCEPTION USING ERRCODE = 'AT008',
-                MESSAGE = format('type the source queue''s name to arm this run (--confirm %s)', v_queue),
-                DETAIL = jsonb_build_object('expected', v_queue, 'why', '')::text;
-        ELSIF p_typed_queue <> v_queue THEN
-            RAISE EXCEPTION USING ERRCODE = 'AT008',
-                MESSAGE = format('type the source queue''s name to arm this run (--confirm %s): `%s` is not the '
-                                 'source queue''s name', v_queue, p_typed_queue),
-                DETAIL = jsonb_build_object('expected', v_queue,
-                                            'why', format(': `%s` is not the source queue''s name', p_typed_queue))::text;
-        END IF;
+    IF (transfer__preview_flag(v_preview, 'needs_typed_confirmation') OR v_plan ->> 'mode' = 'move')
+       AND p_typed_queue IS DISTINCT FROM v_queue THEN
+        RAISE EXCEPTION USING ERRCODE = 'AT008',
+            MESSAGE = format('type the source queue''s name to arm this run (%s)', v_queue)
+                      || CASE WHEN p_typed_queue IS NULL THEN ''
+                              ELSE format(': `%s` is not the source queue''s name', p_typed_queue) END,
+            DETAIL = jsonb_build_object('expected', v_queue, 'typed', p_typed_queue)::text;
     END IF;
     IF transfer__preview_flag(v_preview, 'needs_cap_override') AND NOT coalesce(p_override_cap, false) THEN
         SELECT (s.value #>> '{}')::bigint INTO v_cap FROM setting s WHERE s.key = 'safety_cap';
@@ -96,8 +94,8 @@ BEGIN
             RAISE EXCEPTION 'setting safety_cap is missing: run `artemis-transfer migrate`';
         END IF;
         RAISE EXCEPTION USING ERRCODE = 'AT009',
-            MESSAGE = format('this run is over the safety cap of %s messages or of unknown size: pass '
-                             '--override-cap to run it', v_cap),
+            MESSAGE = format('this run is over the safety cap of %s messages or of unknown size: override the cap '
+                             'to run it', v_cap),
             DETAIL = jsonb_build_object('cap', v_cap)::text;
     END IF;
     UPDATE transfer_run
