@@ -1,5 +1,5 @@
 //! The per-node management rate limiter, backed by Postgres: a token bucket row per node, refilled at the
-//! `node_calls_per_second` setting, taken in turn by `transfer_node_reserve(node, cost)` (migration 0007). Every
+//! `node_calls_per_second` setting, taken in turn by `transfer_node_reserve(node, cost)` (`sql/functions/node_budget.sql`). Every
 //! replica, and the Studio backend from SQL (`transfer_node_permit`), draws on the same bucket, so together they
 //! stay under the node's rate.
 

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::jobs::executor::error_chain;
 use crate::registry::RegistryError;
-use crate::transfer::actions::ActionError;
+use crate::transfer::actions::{ActionError, Remedy};
 use crate::transfer::orphans::OrphanError;
 use crate::transfer::permissions::{MissingGrant, PermissionError};
 use crate::transfer::service::ServiceError;
@@ -116,7 +116,7 @@ impl From<ActionError> for ApiError {
             ActionError::PlanHash { .. } => (S::CONFLICT, "plan-hash-mismatch"),
             ActionError::Refused(_) => (S::CONFLICT, "preview-refused"),
             ActionError::SourceBusy(_) => (S::CONFLICT, "source-busy"),
-            ActionError::NotAcknowledged(_) => (S::UNPROCESSABLE_ENTITY, "not-acknowledged"),
+            ActionError::NotAcknowledged { .. } => (S::UNPROCESSABLE_ENTITY, "not-acknowledged"),
             ActionError::UnknownAcknowledgement(_) => (S::UNPROCESSABLE_ENTITY, "unknown-acknowledgement"),
             ActionError::Confirmation { .. } => (S::UNPROCESSABLE_ENTITY, "confirmation-required"),
             ActionError::Cap { .. } => (S::UNPROCESSABLE_ENTITY, "safety-cap"),
@@ -127,14 +127,16 @@ impl From<ActionError> for ApiError {
                 return ApiError::internal("the action", &e)
             }
         };
-        // The CLI's words name its flags; the API's fields are named after them (`confirm`, `acknowledged`,
-        // `override_cap`), so the words still point at the right thing.
-        let message = e
-            .to_string()
-            .replace("(--ack <code>)", "(list their codes in `acknowledged`)")
-            .replace("pass --override-cap", "send `override_cap: true`")
-            .replace("(--confirm ", "(confirm: ");
-        ApiError::new(status, slug, message)
+        ApiError::new(status, slug, e.words_with(execute_body_hint))
+    }
+}
+
+/// How a refused caller of `POST /runs/{run}/execute` gives what is missing: the fields of its body.
+fn execute_body_hint(remedy: Remedy<'_>) -> String {
+    match remedy {
+        Remedy::Acknowledge => "list their codes in `acknowledged`".into(),
+        Remedy::Confirm { expected } => format!("confirm: {expected}"),
+        Remedy::OverrideCap => "send `override_cap: true`".into(),
     }
 }
 
@@ -239,18 +241,44 @@ mod tests {
         let cap: ApiError = ActionError::Cap { cap: 1000 }.into();
         assert_eq!((cap.status, cap.slug), (StatusCode::UNPROCESSABLE_ENTITY, "safety-cap"));
         assert!(cap.message.ends_with("send `override_cap: true` to run it"), "{}", cap.message);
-        let ack: ApiError = ActionError::NotAcknowledged("target-missing".into()).into();
+        let ack: ApiError = ActionError::NotAcknowledged { codes: vec!["target-missing".into()] }.into();
         assert_eq!(
             ack.message,
             "acknowledge these findings to run it (list their codes in `acknowledged`): target-missing"
         );
-        let typed: ApiError = ActionError::Confirmation { expected: "orders".into(), why: String::new() }.into();
+        let typed: ApiError = ActionError::Confirmation { expected: "orders".into(), typed: None }.into();
         assert_eq!(typed.message, "type the source queue's name to arm this run (confirm: orders)");
         let missing =
             MissingGrant { principal: "bob".into(), permission: Permission::MessageSend, cluster: "west".into() };
         let forbidden: ApiError = ActionError::Permission(missing).into();
         assert_eq!((forbidden.status, forbidden.slug), (StatusCode::FORBIDDEN, "missing-grant"));
         assert_eq!(forbidden.missing_grant.unwrap().cluster, "west");
+    }
+
+    /// Each edge names its own way to give what is missing: the API its body's fields, the CLI its flags, and
+    /// neither the other's.
+    #[test]
+    fn the_api_and_the_cli_each_say_how_to_acknowledge_in_their_own_terms() {
+        let refusal = || ActionError::NotAcknowledged { codes: vec!["last-value".into(), "disk-tight".into()] };
+        let cli = crate::cli::run::refusal_words(&refusal());
+        let api: ApiError = refusal().into();
+        assert_eq!((api.status, api.slug), (StatusCode::UNPROCESSABLE_ENTITY, "not-acknowledged"));
+        assert!(!api.message.contains("--ack") && api.message.contains("`acknowledged`"), "{}", api.message);
+        assert!(cli.contains("(--ack <code>): last-value, disk-tight") && !cli.contains("`acknowledged`"), "{cli}");
+        let neutral = refusal().to_string();
+        assert_eq!(neutral, "acknowledge these findings to run it: last-value, disk-tight");
+    }
+
+    /// A wrong plan hash is answered without the hash the run expects, so it cannot be echoed from the answer.
+    #[test]
+    fn a_plan_hash_mismatch_names_only_the_hash_given() {
+        let run = uuid::Uuid::new_v4();
+        let api: ApiError = ActionError::PlanHash { run, given: "0".repeat(64) }.into();
+        assert_eq!((api.status, api.slug), (StatusCode::CONFLICT, "plan-hash-mismatch"));
+        assert_eq!(
+            api.message,
+            format!("the plan hash {} is not the one run {run} was previewed with: preview again", "0".repeat(64))
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::CliError;
 use crate::jobs::runs;
 use crate::jobs::{RunId, RunState};
-use crate::transfer::actions::{self, ActionError, Confirmation};
+use crate::transfer::actions::{self, ActionError, Confirmation, Remedy};
 use crate::transfer::relay::state::Counters;
 use crate::transfer::view::{self, RunRecord};
 
@@ -90,8 +90,17 @@ pub struct WatchArgs {
 }
 
 fn refused(e: ActionError) -> Result<ExitCode, CliError> {
-    eprintln!("refused: {e}");
+    eprintln!("refused: {}", refusal_words(&e));
     Ok(ExitCode::from(2))
+}
+
+/// The words of a refused action on the command line: what is missing, named by the flag that gives it.
+pub fn refusal_words(e: &ActionError) -> String {
+    e.words_with(|remedy| match remedy {
+        Remedy::Acknowledge => "--ack <code>".into(),
+        Remedy::Confirm { expected } => format!("--confirm {expected}"),
+        Remedy::OverrideCap => "pass --override-cap".into(),
+    })
 }
 
 /// `execute`.
@@ -372,5 +381,24 @@ mod tests {
         assert!(line.contains("ETA 5 s"), "{line}");
         let unknown = progress_line("running", &Counters::default(), 0.0);
         assert!(unknown.contains("0/? delivered") && unknown.contains("ETA -"), "{unknown}");
+    }
+
+    /// The command line names its flags in a refusal, in the words it has always printed.
+    #[test]
+    fn a_refusal_names_the_flag_that_gives_what_is_missing() {
+        let ack = ActionError::NotAcknowledged { codes: vec!["last-value".into()] };
+        assert_eq!(refusal_words(&ack), "acknowledge these findings to run it (--ack <code>): last-value");
+        let typed = ActionError::Confirmation { expected: "orders".into(), typed: Some("order".into()) };
+        assert_eq!(
+            refusal_words(&typed),
+            "type the source queue's name to arm this run (--confirm orders): `order` is not the source queue's name"
+        );
+        let cap = ActionError::Cap { cap: 1000 };
+        assert_eq!(
+            refusal_words(&cap),
+            "this run is over the safety cap of 1000 messages or of unknown size: pass --override-cap to run it"
+        );
+        let other = ActionError::SourceBusy("east/east-1/orders".into());
+        assert_eq!(refusal_words(&other), other.to_string());
     }
 }

@@ -53,6 +53,9 @@ pub enum Error {
     /// Applying the migrations failed.
     #[error("applying the database migrations failed")]
     Migrate(#[source] sqlx::migrate::MigrateError),
+    /// Applying the SQL functions' current definitions (`sql/functions/`) failed.
+    #[error(transparent)]
+    Functions(#[from] crate::jobs::functions::ApplyError),
     /// A setting is missing or has the wrong type.
     #[error("setting {key}: {problem}")]
     Setting {

@@ -28,7 +28,8 @@
 //! - **Durable retries**: backoff (computed by `backon`) is stored in `run_at`; pacing and waiting snooze
 //!   without spending an attempt; a spent budget ends the run Interrupted with the last error in words.
 //!
-//! Parts: [`model`] (ids, states, rows), [`store`] (one function per SQL statement in `sql/`), [`lease`],
+//! Parts: [`model`] (ids, states, rows), [`store`] (one function per SQL statement in `sql/`), [`functions`]
+//! (the SQL functions' current definitions, `sql/functions/`, applied after the migrations), [`lease`],
 //! [`executor`] (one job), [`runtime`] (the claim loop as an apalis-core backend), [`wake`] (LISTEN/NOTIFY
 //! and local pokes), [`runs`] (the API for the transfer layer), [`admin`], [`settings`], [`retry`],
 //! [`prune`] (retention, scheduled in every worker), [`probe`] (a diagnostic job kind for tests and benchmarks).
@@ -36,6 +37,7 @@
 pub mod admin;
 pub mod error;
 pub mod executor;
+pub mod functions;
 pub mod handler;
 pub mod lease;
 pub mod model;
@@ -56,8 +58,12 @@ use sqlx::PgPool;
 /// The schema's migrations (`migrations/`), embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// Brings the database's schema up to date and writes the settings' defaults where none is set.
+/// Brings the database's schema up to date — the migrations, then the current definition of every SQL function
+/// ([`functions`]) — and writes the settings' defaults where none is set. Every path that brings a schema up (the
+/// `migrate` command, the tests' databases) goes through here, so no database runs a function body that is only
+/// in a migration.
 pub async fn migrate(pool: &PgPool, defaults: &settings::Settings, by: &str) -> Result<(), Error> {
     MIGRATOR.run(pool).await.map_err(Error::Migrate)?;
+    functions::apply(pool).await?;
     settings::seed(pool, defaults, by).await
 }

@@ -3,7 +3,7 @@
 //!
 //! Every change locks the run row first (`run_lock`), the same order as a handler's fenced transaction, so
 //! it waits for a batch that is committing instead of racing it. Starting and stopping are SQL functions
-//! (`transfer_run_start`, `transfer_run_request_stop`, migration 0004) that the Studio start path shares.
+//! (`transfer_run_start`, `transfer_run_request_stop`, `sql/functions/runs.sql`) that the Studio start path shares.
 
 use serde::Serialize;
 use sqlx::PgPool;
@@ -30,7 +30,7 @@ pub struct Started {
 /// Starts (or resumes) `run` with `first` as its next job: the run is Queued until a claim takes a slot for
 /// it, then Running. `default_max_attempts` applies unless `first` says otherwise.
 ///
-/// One implementation with the Studio start path: the SQL function `transfer_run_start` (migration 0004), which
+/// One implementation with the Studio start path: the SQL function `transfer_run_start` (`sql/functions/runs.sql`), which
 /// `transfer_execute`, `transfer_resume` and `transfer_return` call too. A second active run on the same source
 /// queue fails on the constraint `transfer_run_one_active_per_source`, a second live job on `job_one_live_per_run`.
 pub async fn start(
@@ -91,7 +91,7 @@ pub enum StopRequest {
 }
 
 /// Asks `run` to stop, for `reason`. One implementation with the Studio path: the SQL function
-/// `transfer_run_request_stop` (migration 0004), which `transfer_stop` calls too.
+/// `transfer_run_request_stop` (`sql/functions/runs.sql`), which `transfer_stop` calls too.
 pub async fn request_stop(pool: &PgPool, run: RunId, reason: &str) -> Result<StopRequest, Error> {
     let outcome: Result<serde_json::Value, sqlx::Error> =
         sqlx::query_scalar("SELECT transfer_run_request_stop($1, $2)").bind(run).bind(reason).fetch_one(pool).await;

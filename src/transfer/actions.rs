@@ -3,9 +3,12 @@
 //! and target cluster) whether it is done or refused.
 //!
 //! The checks, the start of the run's first job and the audit are **one implementation in SQL**
-//! (`transfer_execute`, `transfer_stop`, `transfer_resume`, `transfer_return`, migration 0004), which the Studio
+//! (`transfer_execute`, `transfer_stop`, `transfer_resume`, `transfer_return`, `sql/functions/`), which the Studio
 //! backend calls directly; this module calls the same functions and maps their SQLSTATEs (class `AT`, listed in
-//! the migration and in docs/studio-integration.md) back to [`ActionError`], so the CLI's words are the SQL path's.
+//! `sql/functions/action_entry_points.sql` and in docs/studio-integration.md) back to [`ActionError`], with the
+//! fields of their detail. The words of an [`ActionError`] are the SQL path's and name no edge's flags or fields;
+//! an edge that tells the operator how to give what is missing (`--ack <code>` on the command line, `acknowledged`
+//! in the API) says it in its own terms with [`ActionError::words_with`].
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -29,8 +32,10 @@ pub struct Confirmation {
     pub override_cap: bool,
 }
 
-/// Why an action was refused; the words say what to do.
+/// Why an action was refused. The variants carry what a program needs (codes, the expected confirmation, the
+/// cap); the words say what to do without naming how a caller gives it ([`ActionError::words_with`] does).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ActionError {
     /// No such run.
     #[error("there is no run {0}")]
@@ -55,35 +60,37 @@ pub enum ActionError {
         /// When it expired.
         at: DateTime<Utc>,
     },
-    /// The plan hash does not match.
-    #[error("the plan hash {given} is not the one run {run} was previewed with ({expected}): preview again")]
+    /// The plan hash does not match. The previewed hash is not here, nor in any answer: echoing it is what shows
+    /// the operator saw the preview.
+    #[error("the plan hash {given} is not the one run {run} was previewed with: preview again")]
     PlanHash {
         /// The run.
         run: Uuid,
         /// The hash given.
         given: String,
-        /// The previewed hash.
-        expected: String,
     },
     /// The preview refused the run.
     #[error("the preview refused this run: {0}")]
     Refused(String),
     /// Codes that need acknowledgement were not acknowledged.
-    #[error("acknowledge these findings to run it (--ack <code>): {0}")]
-    NotAcknowledged(String),
+    #[error("{}", acknowledge_words(codes, None))]
+    NotAcknowledged {
+        /// The codes not acknowledged, in the preview's order.
+        codes: Vec<String>,
+    },
     /// An acknowledgement of a code the preview did not raise (a typo, or another preview's code).
     #[error("the preview did not raise {0}; acknowledge only its own codes")]
     UnknownAcknowledgement(String),
     /// The typed confirmation is missing or wrong.
-    #[error("type the source queue's name to arm this run (--confirm {expected}){why}")]
+    #[error("{}", confirm_words(typed.as_deref(), expected))]
     Confirmation {
         /// The source queue's name.
         expected: String,
-        /// What was wrong.
-        why: String,
+        /// What was typed (`None`: nothing).
+        typed: Option<String>,
     },
     /// The safety cap needs an explicit override.
-    #[error("this run is over the safety cap of {cap} messages or of unknown size: pass --override-cap to run it")]
+    #[error("{}", cap_words(*cap, "override the cap"))]
     Cap {
         /// The cap.
         cap: i64,
@@ -118,6 +125,54 @@ pub enum ActionError {
     Db(#[from] sqlx::Error),
 }
 
+/// What a refused operator must add to the confirmation: an edge names it in its own terms (a flag, a field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Remedy<'a> {
+    /// Acknowledge the codes listed.
+    Acknowledge,
+    /// Type the source queue's name, `expected`.
+    Confirm {
+        /// The source queue's name.
+        expected: &'a str,
+    },
+    /// Override the safety cap explicitly.
+    OverrideCap,
+}
+
+impl ActionError {
+    /// The words of this refusal, with `hint` saying in the caller's terms how to give what is missing (the
+    /// command line: `--ack <code>`; the API: `acknowledged`). A refusal that needs no remedy has its own words.
+    pub fn words_with(&self, hint: impl Fn(Remedy<'_>) -> String) -> String {
+        match self {
+            ActionError::NotAcknowledged { codes } => acknowledge_words(codes, Some(&hint(Remedy::Acknowledge))),
+            ActionError::Confirmation { expected, typed } => {
+                confirm_words(typed.as_deref(), &hint(Remedy::Confirm { expected }))
+            }
+            ActionError::Cap { cap } => cap_words(*cap, &hint(Remedy::OverrideCap)),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// "acknowledge these findings to run it (`hint`): a, b" (no parentheses without a hint).
+fn acknowledge_words(codes: &[String], hint: Option<&str>) -> String {
+    let hint = hint.map(|h| format!(" ({h})")).unwrap_or_default();
+    format!("acknowledge these findings to run it{hint}: {}", codes.join(", "))
+}
+
+/// "type the source queue's name to arm this run (`hint`)", and what is wrong with what was typed (a refusal's
+/// `typed` is never the expected name).
+fn confirm_words(typed: Option<&str>, hint: &str) -> String {
+    let wrong = typed.map(|typed| format!(": `{typed}` is not the source queue's name")).unwrap_or_default();
+    format!("type the source queue's name to arm this run ({hint}){wrong}")
+}
+
+/// "this run is over the safety cap of `cap` messages or of unknown size: `hint` to run it".
+fn cap_words(cap: i64, hint: &str) -> String {
+    format!("this run is over the safety cap of {cap} messages or of unknown size: {hint} to run it")
+}
+
 /// What the SQL action functions return (`transfer_action_result`).
 #[derive(Debug, Clone, sqlx::FromRow)]
 struct ActionResult {
@@ -136,6 +191,10 @@ impl ActionResult {
         let detail = self.detail.unwrap_or_default();
         let message = self.message.unwrap_or_default();
         let text = |key: &str| detail[key].as_str().unwrap_or_default().to_string();
+        let texts = |key: &str| -> Vec<String> {
+            let items = detail[key].as_array().map(Vec::as_slice).unwrap_or_default();
+            items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()
+        };
         let sqlstate = self.sqlstate.unwrap_or_default();
         Err(match sqlstate.as_str() {
             "00000" => return Ok(detail),
@@ -151,11 +210,14 @@ impl ActionResult {
                 Ok(at) => ActionError::Expired { run, at },
                 Err(_) => ActionError::Invalid(message),
             },
-            "AT004" => ActionError::PlanHash { run, given: text("given"), expected: text("expected") },
+            "AT004" => ActionError::PlanHash { run, given: text("given") },
             "AT005" => ActionError::Refused(text("words")),
-            "AT006" => ActionError::NotAcknowledged(text("codes")),
+            "AT006" => ActionError::NotAcknowledged { codes: texts("codes") },
             "AT007" => ActionError::UnknownAcknowledgement(text("code")),
-            "AT008" => ActionError::Confirmation { expected: text("expected"), why: text("why") },
+            "AT008" => ActionError::Confirmation {
+                expected: text("expected"),
+                typed: detail["typed"].as_str().map(str::to_string),
+            },
             "AT009" => ActionError::Cap { cap: detail["cap"].as_i64().unwrap_or_default() },
             "AT010" => ActionError::SourceBusy(text("queue")),
             "AT011" => ActionError::Unsupported(message),

@@ -283,6 +283,8 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     let mut execute = json!({ "plan_hash": "0".repeat(64), "acknowledged": acks(&stored), "override_cap": true });
     let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
     assert_eq!((status, slug(&answer)), (StatusCode::CONFLICT, "plan-hash-mismatch"), "{answer}");
+    let expected = stored["plan_hash"].as_str().unwrap();
+    assert!(!answer.to_string().contains(expected), "the answer tells the hash to echo: {answer}");
     execute["plan_hash"] = stored["plan_hash"].clone();
     let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
     assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");

@@ -65,7 +65,9 @@ async fn clusters_are_stored_listed_and_removed() {
     let bed = TestBed::require().await;
     let url = testbed::postgres::fresh_database("registry_rows").await;
     let pool = sqlx::PgPool::connect(&url).await.unwrap();
-    sqlx::migrate!("./migrations").run(&pool).await.unwrap();
+    // The schema as every path brings it up: the migrations, then the SQL functions' current definitions.
+    let defaults = artemis_transfer::config::Config::from_sources(None, Vec::new()).unwrap().settings;
+    artemis_transfer::jobs::migrate(&pool, &defaults, "test").await.unwrap();
     let nodes =
         discover(&seed(bed.node("west-1").jolokia_url()), &credentials(bed), Duration::from_secs(10)).await.unwrap();
     let cluster = Cluster { name: "west".into(), credentials_ref: "testbed".into(), nodes };

@@ -4,6 +4,7 @@
 //! to (`support::log`), not by the engine's own tables.
 //!
 //! - `schema`: the constraints that make bad states impossible.
+//! - `functions`: the database runs exactly the SQL functions of `sql/functions/`, applied again or at once alike.
 //! - `claim`: claims, slots, leases, fencing, retries and snoozes, step by step through the library.
 //! - `single_flight`: 100 runs × 100 jobs over several worker processes: single-flight, the cap, exactly once.
 //! - `pacing`: paced runs reach their rate.
@@ -17,6 +18,7 @@
 mod admin;
 mod claim;
 mod crash;
+mod functions;
 mod pacing;
 mod permit;
 mod prune;

@@ -1,5 +1,5 @@
-//! The per-node token bucket: the SQL functions `transfer_node_permit(node, cost)` (migrations 0001, 0006), called
-//! from SQL as the Studio backend calls it, and `transfer_node_reserve(node, cost)` (0007), which the Rust limiter
+//! The per-node token bucket: the SQL functions `transfer_node_permit(node, cost)` (`sql/functions/node_budget.sql`),
+//! called from SQL as the Studio backend calls it, and `transfer_node_reserve(node, cost)`, which the Rust limiter
 //! (`src/limiter.rs`) calls, tested here through it too.
 
 use artemis_transfer::jobs::settings;
@@ -72,7 +72,7 @@ async fn reserve(pool: &PgPool, node: &str, cost: f64) -> f64 {
     sqlx::query_scalar("SELECT transfer_node_reserve($1, $2)").bind(node).bind(cost).fetch_one(pool).await.unwrap()
 }
 
-/// `transfer_node_reserve` (migration 0007) takes the tokens at once and answers how long to wait: each caller
+/// `transfer_node_reserve` takes the tokens at once and answers how long to wait: each caller
 /// waits behind the debt of those before it, whatever its cost, so a costly request is served in its turn.
 #[tokio::test]
 async fn reservations_are_served_in_the_order_they_come() {

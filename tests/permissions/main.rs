@@ -20,6 +20,8 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use artemis_transfer::api::error::ApiError;
+use artemis_transfer::cli::run::refusal_words;
 use artemis_transfer::transfer::actions::{self, ActionError, Confirmation};
 use artemis_transfer::transfer::permissions::{self, Grant, Permission};
 use artemis_transfer::transfer::relay::Phase;
@@ -90,11 +92,23 @@ fn valid(stored: &StoredPreview) -> Confirmation {
 
 /// The same confirmation by the SQL path and by the Rust path: both refuse with `sqlstate`, in the same words.
 async fn refused_alike(world: &World, run: Uuid, confirm: &Confirmation, operator: &str, sqlstate: &str) -> String {
+    refusal(world, run, confirm, operator, sqlstate).await.words
+}
+
+/// A refusal by both paths: the SQL path's words and detail, and the Rust path's error.
+struct Refusal {
+    words: String,
+    detail: Value,
+    error: ActionError,
+}
+
+/// [`refused_alike`], keeping the SQL path's detail and the Rust path's error.
+async fn refusal(world: &World, run: Uuid, confirm: &Confirmation, operator: &str, sqlstate: &str) -> Refusal {
     let (state, message, detail) = sql_execute(&world.pool, run, confirm, operator).await;
     assert_eq!(state, sqlstate, "{message} {detail}");
     let rust = actions::execute(&world.pool, run, confirm, operator, 10).await.expect_err("the Rust path refuses too");
-    assert_eq!(rust.to_string(), message, "the CLI's words are the SQL path's");
-    message
+    assert_eq!(rust.to_string(), message, "the Rust path's words are the SQL path's");
+    Refusal { words: message, detail, error: rust }
 }
 
 async fn run_state(pool: &PgPool, run: Uuid) -> String {
@@ -138,21 +152,38 @@ async fn sql_start_path_refuses_what_is_not_confirmed_audits_it_and_starts_a_val
     let rival = preview_as(&world, "alice", &source, &target).await.unwrap();
 
     let wrong_hash = Confirmation { plan_hash: "0".repeat(32), ..good.clone() };
-    let words = refused_alike(&world, run, &wrong_hash, "alice", "AT004").await;
-    assert!(words.contains("is not the one run") && words.contains(&stored.plan_hash), "{words}");
+    let Refusal { words, detail, error } = refusal(&world, run, &wrong_hash, "alice", "AT004").await;
+    assert!(words.contains("is not the one run"), "{words}");
+    assert!(matches!(&error, ActionError::PlanHash { given, .. } if *given == wrong_hash.plan_hash), "{error:?}");
+    // No answer tells the hash it expects: echoing it is what shows the operator saw the preview.
+    assert!(!words.contains(&stored.plan_hash) && !detail.to_string().contains(&stored.plan_hash), "{words} {detail}");
+    assert!(!format!("{error:?}").contains(&stored.plan_hash), "{error:?}");
 
     let unacknowledged = Confirmation { acknowledged: Vec::new(), ..good.clone() };
-    let words = refused_alike(&world, run, &unacknowledged, "alice", "AT006").await;
+    let Refusal { words, detail, error } = refusal(&world, run, &unacknowledged, "alice", "AT006").await;
     let first_code = stored.preview.codes_to_acknowledge()[0];
     assert!(words.starts_with("acknowledge these findings") && words.contains(first_code), "{words}");
+    let codes: Vec<String> = stored.preview.codes_to_acknowledge().iter().map(|c| c.to_string()).collect();
+    assert_eq!(detail, json!({ "codes": codes }));
+    assert!(matches!(&error, ActionError::NotAcknowledged { codes: c } if *c == codes), "{error:?}");
+    // Each edge says how to acknowledge in its own terms — the CLI its flag, the API its field — and the SQL
+    // path's words neither.
+    let cli = refusal_words(&error);
+    assert!(cli.contains("(--ack <code>)") && !words.contains("--ack"), "{cli} / {words}");
+    let api = ApiError::from(error);
+    assert!(!api.message.contains("--ack") && api.message.contains("`acknowledged`"), "{}", api.message);
 
     let stray = Confirmation { acknowledged: vec!["not-a-finding".into()], ..good.clone() };
     let words = refused_alike(&world, run, &stray, "alice", "AT007").await;
     assert!(words.contains("did not raise not-a-finding"), "{words}");
 
     let mistyped = Confirmation { typed_queue: Some(format!("{source}x")), ..good.clone() };
-    let words = refused_alike(&world, run, &mistyped, "alice", "AT008").await;
-    assert!(words.contains(&format!("(--confirm {source}): `{source}x` is not the source queue's name")), "{words}");
+    let Refusal { words, detail, error } = refusal(&world, run, &mistyped, "alice", "AT008").await;
+    assert_eq!(detail, json!({ "expected": source, "typed": format!("{source}x") }));
+    assert!(matches!(&error, ActionError::Confirmation { typed: Some(t), .. } if *t == format!("{source}x")));
+    let cli = refusal_words(&error);
+    assert!(cli.contains(&format!("(--confirm {source}): `{source}x` is not the source queue's name")), "{cli}");
+    assert!(!words.contains("--confirm"), "{words}");
 
     let untyped = Confirmation { typed_queue: None, ..good.clone() };
     refused_alike(&world, run, &untyped, "alice", "AT008").await;

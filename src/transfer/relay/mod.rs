@@ -70,7 +70,7 @@ pub use self::error::{Code, ErrorKind, RelayError};
 use self::spool::Spool;
 
 /// The job kind of a run's jobs, a move's and a copy's: named for the move, which came first; it is stored in job
-/// rows and written by the SQL start path (migrations 0004, 0005), so it stays.
+/// rows and written by the SQL start path (`sql/functions/runs.sql`), so it stays.
 pub const KIND: &str = "transfer.move";
 
 /// What a move job does; its payload.

@@ -1,0 +1,59 @@
+//! The current definition of every SQL function of the schema (`sql/functions/`), applied after the migrations
+//! each time the schema is brought up ([`super::migrate`]).
+//!
+//! Migrations are history: sqlx refuses to start when an applied one changes, so a function redefined in three
+//! migrations had its current body only in the last of them. The bodies live here instead, one file per concern,
+//! each a list of `CREATE OR REPLACE FUNCTION`, so `git grep` finds the one definition the database runs.
+//! `migrations/README.md` says what still needs a migration (a dropped function, a changed return type).
+
+use sqlx::PgPool;
+
+/// The files of `sql/functions/`, embedded in the binary, in the order they are applied. A SQL-language function
+/// is checked against the schema when it is created, so a file comes after the tables it reads (all created by
+/// the migrations) — PL/pgSQL bodies are checked only when they run, so the order between files is free.
+pub const FILES: &[(&str, &str)] = &[
+    ("node_budget.sql", include_str!("../../sql/functions/node_budget.sql")),
+    ("permissions.sql", include_str!("../../sql/functions/permissions.sql")),
+    ("audit.sql", include_str!("../../sql/functions/audit.sql")),
+    ("runs.sql", include_str!("../../sql/functions/runs.sql")),
+    ("action_checks.sql", include_str!("../../sql/functions/action_checks.sql")),
+    ("actions.sql", include_str!("../../sql/functions/actions.sql")),
+    ("action_entry_points.sql", include_str!("../../sql/functions/action_entry_points.sql")),
+];
+
+/// The advisory lock that serialises [`apply`] across replicas starting at once: two concurrent `CREATE OR
+/// REPLACE` of one function fail with "tuple concurrently updated". Any fixed key of ours will do ("atfunc").
+const APPLY_LOCK: i64 = 0x6174_6675_6e63;
+
+/// Why the function files could not be applied.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// Taking the lock, beginning or committing the transaction.
+    #[error("applying the SQL functions failed")]
+    Transaction(#[source] sqlx::Error),
+    /// A file was refused (its SQL, or a table it reads is not there).
+    #[error("applying sql/functions/{file} failed")]
+    File {
+        /// The file.
+        file: &'static str,
+        /// What Postgres said.
+        #[source]
+        source: sqlx::Error,
+    },
+}
+
+/// Applies every file of [`FILES`], in order, in one transaction under [`APPLY_LOCK`]: all of them or none, and
+/// one replica at a time. Applying them again changes nothing.
+pub async fn apply(pool: &PgPool) -> Result<(), ApplyError> {
+    let mut tx = pool.begin().await.map_err(ApplyError::Transaction)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(APPLY_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(ApplyError::Transaction)?;
+    for &(file, sql) in FILES {
+        sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(|source| ApplyError::File { file, source })?;
+    }
+    tx.commit().await.map_err(ApplyError::Transaction)
+}
