@@ -199,13 +199,13 @@ impl<'a> Batch<'a> {
         let (target, facts) = target?;
         self.laps.lap("resolve");
         let estimate = BatchSize::estimate(&self.run.counters, self.batch_size, self.settings.batch_bytes);
-        match check_target(&self.run.plan.target.display(), &facts, estimate, self.settings.capacity_threshold_pct) {
+        match check_target(&self.run.plan.target, &facts, estimate, self.settings.capacity_threshold_pct) {
             TargetCheck::Go => {}
-            TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
-            TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
-            TargetCheck::Wait(words) if !self.ctx.stop_requested => return self.wait_for_room(words).await,
+            TargetCheck::Refuse { words, .. } => return Err(RelayError::Refused(words)),
+            TargetCheck::Unknown { words, .. } => return Err(RelayError::Transient(words)),
+            TargetCheck::Wait { words, .. } if !self.ctx.stop_requested => return self.wait_for_room(words).await,
             // Stopping: the batch in doubt is settled whatever the target's room (I6).
-            TargetCheck::Wait(_) => {}
+            TargetCheck::Wait { .. } => {}
         }
         self.laps.lap("guard");
         Ok(ControlFlow::Continue(Ends { source, target, facts }))
@@ -339,8 +339,10 @@ impl<'a> Batch<'a> {
                 }
             },
             _ if depth > 0 => {}
-            TargetCheck::Wait(words) => return self.wait_for_room(words).await,
-            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
+            TargetCheck::Wait { words, .. } => return self.wait_for_room(words).await,
+            TargetCheck::Unknown { words, .. } | TargetCheck::Refuse { words, .. } => {
+                return Err(RelayError::Transient(words))
+            }
         }
         self.laps.lap("reconcile+refill");
         Ok(ControlFlow::Continue(()))

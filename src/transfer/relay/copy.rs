@@ -473,11 +473,11 @@ fn guard_target(
     settings: &Settings,
 ) -> Result<Option<String>, RelayError> {
     let estimate = BatchSize::estimate(&run.counters, batch_size as u32, settings.batch_bytes);
-    match check_target(&run.plan.target.display(), facts, estimate, settings.capacity_threshold_pct) {
+    match check_target(&run.plan.target, facts, estimate, settings.capacity_threshold_pct) {
         TargetCheck::Go => Ok(None),
-        TargetCheck::Refuse(words) => Err(RelayError::Refused(words)),
-        TargetCheck::Unknown(words) => Err(RelayError::Transient(words)),
-        TargetCheck::Wait(words) => Ok(Some(words)),
+        TargetCheck::Refuse { words, .. } => Err(RelayError::Refused(words)),
+        TargetCheck::Unknown { words, .. } => Err(RelayError::Transient(words)),
+        TargetCheck::Wait { words, .. } => Ok(Some(words)),
     }
 }
 

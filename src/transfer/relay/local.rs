@@ -113,25 +113,10 @@ pub async fn local_move(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome
         return finish(ctx, &node, &source, &mut run).await;
     }
 
-    // The target, re-checked as before a relay batch.
+    if let Some(waiting) = guard(ctx, &node, &mut run, &settings).await? {
+        return Ok(waiting);
+    }
     let batch = settings.batch_size.max(1);
-    let estimate = BatchSize::estimate(&run.counters, batch, settings.batch_bytes);
-    let facts = end_facts(&node.mgmt, &run.plan.target).await?;
-    match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
-        TargetCheck::Go => {}
-        TargetCheck::Refuse(words) => return Err(RelayError::Refused(words)),
-        TargetCheck::Unknown(words) => return Err(RelayError::Transient(words)),
-        TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
-    }
-    // The broker's filtered move over a paging queue keeps in its heap what the scan passes over.
-    if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
-        match check_source_heap(&run.plan.source.display(), node.mgmt.heap().await.ok().flatten()) {
-            TargetCheck::Go => {}
-            TargetCheck::Wait(words) => return wait_for_room(ctx, &mut run, &settings, words).await,
-            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => return Err(RelayError::Transient(words)),
-        }
-    }
-
     let moved = match &run.plan.selection {
         Selection::Ids(_) => move_ids(ctx, &node, &source, &mut run, batch as usize, chunk).await?,
         Selection::All | Selection::Filter(_) => move_frozen(ctx, &node, &source, &mut run, batch).await?,
@@ -147,6 +132,35 @@ pub async fn local_move(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome
     state::set_active_state(tx.conn(), run.id, "running").await?;
     tx.complete_and_enqueue(&next).await?;
     Ok(Outcome::Committed(tx.commit().await?))
+}
+
+/// The target re-checked as before a relay batch, and for a filtered move over a paging source the source heap:
+/// `Some` with the wait when either is short of room.
+async fn guard(
+    ctx: &JobContext,
+    node: &NodeAccess,
+    run: &mut TransferRun,
+    settings: &Settings,
+) -> Result<Option<Outcome>, RelayError> {
+    let estimate = BatchSize::estimate(&run.counters, settings.batch_size.max(1), settings.batch_bytes);
+    let facts = end_facts(&node.mgmt, &run.plan.target).await?;
+    match check_target(&run.plan.target, &facts, estimate, settings.capacity_threshold_pct) {
+        TargetCheck::Go => {}
+        TargetCheck::Refuse { words, .. } => return Err(RelayError::Refused(words)),
+        TargetCheck::Unknown { words, .. } => return Err(RelayError::Transient(words)),
+        TargetCheck::Wait { words, .. } => return Ok(Some(wait_for_room(ctx, run, settings, words).await?)),
+    }
+    // The broker's filtered move over a paging queue keeps in its heap what the scan passes over.
+    if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
+        match check_source_heap(&run.plan.source.display(), node.mgmt.heap().await.ok().flatten()) {
+            TargetCheck::Go => {}
+            TargetCheck::Wait { words, .. } => return Ok(Some(wait_for_room(ctx, run, settings, words).await?)),
+            TargetCheck::Unknown { words, .. } | TargetCheck::Refuse { words, .. } => {
+                return Err(RelayError::Transient(words))
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// How many ids one batched management request moves: a batched request costs one permit per entry, and one over
