@@ -681,7 +681,7 @@ pub fn disk(t: &QueueRef, node: &NodeFacts, threshold_pct: i64) -> Option<Verdic
 }
 
 /// Every condition of the target `t` (its node, queue, address and disk) for `load`, in the order the preview
-/// lists them: one list for both edges. Nothing else is judged about a node that did not answer.
+/// lists them: one list for both edges. Nothing else is judged about a node that did not answer or is not active.
 pub fn judge(t: &QueueRef, facts: &EndFacts, load: &Load, threshold_pct: i64) -> Vec<Verdict> {
     let node = match node_answered(End::Target, &t.node, facts) {
         Ok(node) => node,
@@ -689,6 +689,11 @@ pub fn judge(t: &QueueRef, facts: &EndFacts, load: &Load, threshold_pct: i64) ->
     };
     let q = &facts.queue;
     let mut verdicts: Vec<Verdict> = node_live(End::Target, &t.node, node).into_iter().collect();
+    if node.broker.active == Some(false) {
+        // A node that is not active serves no queue: what it says of them (a passive backup has none) is not
+        // what a run would write to, so a failover mid-run is not taken for a deleted target.
+        return verdicts;
+    }
     match queue_exists(t, q) {
         Ok(state) => verdicts.extend(queue_rules(t, state, q.settings.as_ref(), load)),
         Err(missing) => verdicts.push(missing),

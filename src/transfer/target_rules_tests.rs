@@ -303,6 +303,17 @@ fn nothing_else_is_judged_about_a_node_that_did_not_answer() {
 }
 
 #[test]
+fn nothing_else_is_judged_about_a_node_that_is_not_active() {
+    let mut passive = healthy();
+    broker(&mut passive).backup = Some(true);
+    broker(&mut passive).active = Some(false);
+    // A passive backup has no queues to show: not a deleted target.
+    passive.queue.queue = Some(None);
+    let codes: Vec<_> = judge(&target(), &passive, &load(Judged::Batch), 90).iter().map(|v| v.condition.code).collect();
+    assert_eq!(codes, vec!["target-backup"]);
+}
+
+#[test]
 fn the_source_node_has_its_own_codes_and_is_the_previews_alone() {
     let mut f = healthy();
     broker(&mut f).active = Some(false);

@@ -202,6 +202,10 @@ fn a_target_node_not_live_mid_run_is_tried_again_as_a_failover() {
     assert!(unknown("target-not-live", &check(&passive)));
     passive.node.as_mut().unwrap().broker.backup = Some(true);
     assert!(unknown("target-backup", &check(&passive)));
+    // A passive backup shows no queues: the run is retried (and re-resolves the live node), never failed as if
+    // its target had been deleted.
+    passive.queue.queue = Some(None);
+    assert!(unknown("target-backup", &check(&passive)), "{:?}", check(&passive));
 }
 
 #[test]
