@@ -15,6 +15,7 @@ pub mod proof;
 pub mod relay;
 pub mod service;
 pub mod staging;
+pub mod target_rules;
 pub mod view;
 
 pub use facts::{EndFacts, Facts, NodeFacts, QueueFacts};

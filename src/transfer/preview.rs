@@ -7,10 +7,13 @@
 
 use serde::Serialize;
 
-use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
+use super::facts::{EndFacts, Facts, NodeFacts};
 use super::plan::{Mode, Plan, Selection, STAGING_PREFIX};
 use super::proof::SourceCount;
-use crate::broker::jolokia::{AddressSettings, FullPolicy, QueueState};
+use super::target_rules::{self, address_setting, End, Judged, Load, Verdict};
+use crate::broker::jolokia::{AddressSettings, QueueState};
+
+pub use super::target_rules::Kind;
 
 /// A move by filter from a paging source refills staging only while the source broker's heap is below this
 /// share of its maximum (see [`check_paged_source`]).
@@ -18,18 +21,6 @@ pub const SOURCE_HEAP_WAIT_PCT: i64 = 90;
 
 /// The oldest Artemis the product supports.
 pub const OLDEST_SUPPORTED: (u32, u32) = (2, 37);
-
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// The run will not start.
-    Refused,
-    /// The run starts only if this code is acknowledged.
-    NeedsAck,
-    /// A fact could not be read: unknown, never a pass.
-    Unknown,
-}
 
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -107,10 +98,13 @@ impl Findings {
     fn unknown(&mut self, code: &'static str, words: String) {
         self.push(Kind::Unknown, code, words, None);
     }
-}
-
-fn address_setting(address: &str, body: &str) -> String {
-    format!("<address-setting match=\"{address}\">\n   {body}\n</address-setting>")
+    /// A target rule's verdict, as the finding of the kind the rule table gives the preview.
+    fn verdict(&mut self, v: Verdict) {
+        self.push(v.condition.preview, v.condition.code, v.words, v.snippet);
+    }
+    fn verdicts(&mut self, vs: impl IntoIterator<Item = Verdict>) {
+        vs.into_iter().for_each(|v| self.verdict(v));
+    }
 }
 
 /// Evaluates every rule. Pure: the same plan, facts and settings always give the same preview.
@@ -269,22 +263,33 @@ fn version_of(version: &str) -> Option<(u32, u32)> {
 /// Checks every node must pass: it answers, it is live, it is new enough, it has a Core acceptor.
 /// Returns the node when it answered.
 fn check_node<'a>(
-    end: &str,
+    end: End,
     name: &str,
     facts: &'a EndFacts,
     needs_core: bool,
     f: &mut Findings,
 ) -> Option<&'a NodeFacts> {
-    let Some(node) = &facts.node else {
-        f.unknown(
-            if end == "source" { "source-unreachable" } else { "target-unreachable" },
-            format!("The {end} node {name} did not answer; nothing about it could be checked."),
-        );
-        return None;
+    let node = match target_rules::node_answered(end, name, facts) {
+        Ok(node) => node,
+        Err(unreachable) => {
+            f.verdict(unreachable);
+            return None;
+        }
     };
+    check_version(end, name, node, f);
+    f.verdicts(target_rules::node_live(end, name, node));
+    if needs_core {
+        check_core(end, name, node, f);
+    }
+    Some(node)
+}
+
+fn check_version(end: End, name: &str, node: &NodeFacts, f: &mut Findings) {
+    let source = end == End::Source;
+    let end = end.word();
     match node.broker.version.as_deref().and_then(version_of) {
         Some(v) if v < OLDEST_SUPPORTED => f.refuse(
-            if end == "source" { "source-too-old" } else { "target-too-old" },
+            if source { "source-too-old" } else { "target-too-old" },
             format!(
                 "The {end} node {name} runs Artemis {}; message transfer needs {}.{} or later.",
                 node.broker.version.as_deref().unwrap_or("?"),
@@ -295,42 +300,27 @@ fn check_node<'a>(
         ),
         Some(_) => {}
         None => f.unknown(
-            if end == "source" { "source-version-unknown" } else { "target-version-unknown" },
+            if source { "source-version-unknown" } else { "target-version-unknown" },
             format!("The {end} node {name} did not say which Artemis version it runs."),
         ),
     }
-    match (node.broker.backup, node.broker.active) {
-        (Some(true), Some(false)) | (Some(true), None) => f.refuse(
-            if end == "source" { "source-backup" } else { "target-backup" },
-            format!("The {end} node {name} is a passive backup: it serves no clients until its primary fails."),
-            None,
+}
+
+fn check_core(end: End, name: &str, node: &NodeFacts, f: &mut Findings) {
+    let source = end == End::Source;
+    let end = end.word();
+    match node.core_acceptor {
+        Some(true) => {}
+        Some(false) => f.refuse(
+            if source { "source-no-core" } else { "target-no-core" },
+            format!("The {end} node {name} has no Core acceptor the relay can connect to."),
+            Some("<acceptor name=\"artemis\">tcp://0.0.0.0:61616?protocols=CORE</acceptor>".into()),
         ),
-        (_, Some(false)) => f.refuse(
-            if end == "source" { "source-not-live" } else { "target-not-live" },
-            format!("The {end} node {name} is not active."),
-            None,
-        ),
-        (_, Some(true)) => {}
-        (_, None) => f.unknown(
-            if end == "source" { "source-ha-unknown" } else { "target-ha-unknown" },
-            format!("Whether the {end} node {name} is live could not be read."),
+        None => f.unknown(
+            if source { "source-core-unknown" } else { "target-core-unknown" },
+            format!("Whether the {end} node {name} has a Core acceptor is not known."),
         ),
     }
-    if needs_core {
-        match node.core_acceptor {
-            Some(true) => {}
-            Some(false) => f.refuse(
-                if end == "source" { "source-no-core" } else { "target-no-core" },
-                format!("The {end} node {name} has no Core acceptor the relay can connect to."),
-                Some("<acceptor name=\"artemis\">tcp://0.0.0.0:61616?protocols=CORE</acceptor>".into()),
-            ),
-            None => f.unknown(
-                if end == "source" { "source-core-unknown" } else { "target-core-unknown" },
-                format!("Whether the {end} node {name} has a Core acceptor is not known."),
-            ),
-        }
-    }
-    Some(node)
 }
 
 fn internal(state: &QueueState) -> bool {
@@ -339,7 +329,7 @@ fn internal(state: &QueueState) -> bool {
 
 fn check_source(plan: &Plan, facts: &Facts, f: &mut Findings) {
     let relay = !plan.same_node() || plan.mode == Mode::Copy;
-    if check_node("source", &plan.source.node, &facts.source, relay, f).is_none() {
+    if check_node(End::Source, &plan.source.node, &facts.source, relay, f).is_none() {
         return;
     }
     let q = &facts.source.queue;
@@ -485,13 +475,19 @@ fn check_paged_source(plan: &Plan, facts: &Facts, f: &mut Findings) {
     }
 }
 
+/// The target's conditions (`target_rules`, judged against the whole selection), then what only the preview
+/// judges: the node's version and Core acceptor, other runs, and the duplicate-id cache.
 fn check_target(plan: &Plan, facts: &Facts, settings: &PreviewSettings, count: Option<i64>, f: &mut Findings) {
-    let relay = !plan.same_node() || plan.mode == Mode::Copy;
-    let Some(node) = check_node("target", &plan.target.node, &facts.target, relay, f) else {
+    let load = Load { messages: count, bytes: projected_bytes(facts, count), of: Judged::Selection };
+    f.verdicts(target_rules::judge(&plan.target, &facts.target, &load, settings.capacity_threshold_pct));
+    let Some(node) = &facts.target.node else {
         return;
     };
-    let q = &facts.target.queue;
-    let address = plan.target.address();
+    let name = &plan.target.node;
+    check_version(End::Target, name, node, f);
+    if !plan.same_node() || plan.mode == Mode::Copy {
+        check_core(End::Target, name, node, f);
+    }
     match facts.target_is_source_of_active_run {
         Some(true) => f.refuse(
             "target-in-active-run",
@@ -508,304 +504,8 @@ fn check_target(plan: &Plan, facts: &Facts, settings: &PreviewSettings, count: O
             "Whether the target queue is the source of an active run could not be read.".into(),
         ),
     }
-
-    let Some(settings_now) = &q.settings else {
-        f.unknown(
-            "address-settings-unknown",
-            format!("The address settings of {address} on the target could not be read."),
-        );
-        check_queue(plan, q, None, settings, count, f);
-        check_disk(plan, node, settings, f);
-        check_duplicate_cache(plan, node, None, facts.runs_into_target_address, settings, f);
-        return;
-    };
-    check_queue(plan, q, Some(settings_now), settings, count, f);
-    check_full_policy(plan, q, settings_now, settings, count, facts, f);
-    check_disk(plan, node, settings, f);
-    check_duplicate_cache(plan, node, Some(settings_now), facts.runs_into_target_address, settings, f);
-    check_expiry(address, settings_now, f);
-}
-
-fn check_queue(
-    plan: &Plan,
-    q: &QueueFacts,
-    address_settings: Option<&AddressSettings>,
-    _settings: &PreviewSettings,
-    count: Option<i64>,
-    f: &mut Findings,
-) {
-    let name = plan.target.display();
-    let state = match &q.queue {
-        None => {
-            f.unknown("target-queue-unknown", format!("Whether the target queue {name} exists could not be read."));
-            return;
-        }
-        Some(None) => {
-            match address_settings.map(|s| s.auto_create_queues) {
-                Some(false) => f.refuse(
-                    "target-queue-missing",
-                    format!(
-                        "The target queue {name} does not exist, and the broker does not create queues automatically."
-                    ),
-                    Some(address_setting(plan.target.address(), "<auto-create-queues>true</auto-create-queues>")),
-                ),
-                // Never left to auto-create: a send to a missing queue through an FQQN is dropped silently.
-                Some(true) => f.ack(
-                    "target-queue-created",
-                    format!(
-                        "The target queue {name} does not exist; the run will create it (durable, anycast, no filter)."
-                    ),
-                    None,
-                ),
-                None => f.unknown(
-                    "target-queue-missing-unknown",
-                    format!(
-                        "The target queue {name} does not exist, and whether the broker may create it is not known."
-                    ),
-                ),
-            }
-            return;
-        }
-        Some(Some(state)) => state,
-    };
-    if internal(state) {
-        f.refuse("internal-queue", format!("The target queue {name} is internal to the broker."), None);
-    }
-    match &state.filter {
-        Some(Some(filter)) => f.refuse(
-            "target-filtered",
-            format!("The target queue {name} has the filter `{filter}`: messages that do not match it would be dropped silently."),
-            None,
-        ),
-        Some(None) => {}
-        None => f.unknown("target-filter-unknown", format!("Whether the target queue {name} has a filter could not be read.")),
-    }
-    match state.enabled {
-        Some(false) => f.refuse(
-            "target-disabled",
-            format!("The target queue {name} is disabled: the broker drops every message routed to it."),
-            None,
-        ),
-        Some(true) => {}
-        None => f.unknown(
-            "target-enabled-unknown",
-            format!("Whether the target queue {name} is enabled could not be read."),
-        ),
-    }
-    match state.purge_on_no_consumers {
-        Some(true) => f.refuse(
-            "target-purge-on-no-consumers",
-            format!(
-                "The target queue {name} purges its messages when it has no consumer: delivered messages could vanish."
-            ),
-            None,
-        ),
-        Some(false) => {}
-        None => f.unknown(
-            "target-purge-unknown",
-            format!("Whether the target queue {name} purges on no consumers could not be read."),
-        ),
-    }
-    match state.last_value {
-        Some(true) => f.ack(
-            "last-value",
-            format!("The target queue {name} is a last-value queue: messages with the same key replace each other."),
-            None,
-        ),
-        Some(false) => {}
-        None => f.unknown(
-            "last-value-unknown",
-            format!("Whether the target queue {name} is a last-value queue could not be read."),
-        ),
-    }
-    match state.ring_size {
-        // Artemis takes only -1 as "not a ring" (`QueueImpl`: `ringSize != -1`); a ring of 0 keeps (almost) nothing.
-        Some(ring) if ring >= 0 => match (count, state.message_count) {
-            (Some(n), _) if n > ring => f.refuse(
-                "ring-too-small",
-                format!("The target queue {name} is a ring of {ring} messages, smaller than the {n} selected: the oldest would be pushed out."),
-                None,
-            ),
-            (Some(n), Some(depth)) if n + depth > ring => f.ack(
-                "ring-pushes-out",
-                format!(
-                    "The target queue {name} is a ring of {ring} messages holding {depth}: delivering {n} pushes out \
-                     {} of the messages already there.",
-                    n + depth - ring
-                ),
-                None,
-            ),
-            (Some(_), Some(_)) => {}
-            _ => f.unknown("ring-unknown", format!("The target queue {name} is a ring of {ring} messages, and whether the selection fits could not be worked out.")),
-        },
-        Some(_) => {}
-        None => f.unknown("ring-size-unknown", format!("Whether the target queue {name} is a ring queue could not be read.")),
-    }
-    if let (Some(s), Some(0)) = (address_settings, state.consumer_count) {
-        if s.redistribution_delay >= 0 {
-            f.ack(
-                "may-redistribute",
-                format!(
-                    "The target queue {name} has no consumer and redistribution is on (delay {} ms): the cluster may \
-                     move the delivered messages on to another node that has a consumer.",
-                    s.redistribution_delay
-                ),
-                None,
-            );
-        }
-    } else if state.consumer_count.is_none() {
-        f.unknown("consumers-unknown", format!("How many consumers the target queue {name} has could not be read."));
-    }
-}
-
-fn check_full_policy(
-    plan: &Plan,
-    q: &QueueFacts,
-    s: &AddressSettings,
-    settings: &PreviewSettings,
-    count: Option<i64>,
-    facts: &Facts,
-    f: &mut Findings,
-) {
-    let address = plan.target.address();
-    match s.address_full_policy {
-        FullPolicy::Drop => f.refuse(
-            "address-full-drop",
-            format!(
-                "The target address {address} drops new messages silently when it is full (address-full-policy DROP)."
-            ),
-            Some(address_setting(address, "<address-full-policy>PAGE</address-full-policy>")),
-        ),
-        FullPolicy::Page => {
-            // Artemis takes only a negative page limit as none (`PagingStoreImpl.applySetting`): 0 is the strictest.
-            let limited = s.page_limit_bytes >= 0 || s.page_limit_messages >= 0;
-            if limited && s.page_full_policy == Some(FullPolicy::Drop) {
-                f.refuse(
-                    "page-full-drop",
-                    format!("The target address {address} pages up to a limit and then drops new messages silently (page-full-policy DROP)."),
-                    Some(address_setting(address, "<page-full-policy>FAIL</page-full-policy>")),
-                );
-            }
-        }
-        FullPolicy::Fail | FullPolicy::Block => check_room(plan, q, s, settings, count, facts, f),
-    }
-}
-
-/// Room under FAIL or BLOCK: bytes against `max-size-bytes`, messages against `max-size-messages`.
-fn check_room(
-    plan: &Plan,
-    q: &QueueFacts,
-    s: &AddressSettings,
-    settings: &PreviewSettings,
-    count: Option<i64>,
-    facts: &Facts,
-    f: &mut Findings,
-) {
-    let address = plan.target.address();
-    let policy = s.address_full_policy.as_str();
-    // Artemis takes only a negative max-size as no limit (`SizeAwareMetric`: enabled when `max >= 0`); 0 leaves no room.
-    if s.max_size_bytes >= 0 {
-        match (q.address_size, projected_bytes(facts, count)) {
-            (Some(used), Some(bytes)) => {
-                if bytes > s.max_size_bytes - used {
-                    f.refuse(
-                        "capacity-bytes",
-                        format!(
-                            "The target address {address} has room for {} more bytes (max-size-bytes {} under {policy}), \
-                             less than the {bytes} bytes the selection needs.",
-                            (s.max_size_bytes - used).max(0),
-                            s.max_size_bytes
-                        ),
-                        Some(address_setting(address, &format!("<max-size-bytes>{}</max-size-bytes>", (used + bytes) * 2))),
-                    );
-                } else if (used + bytes) as i128 * 100 >= s.max_size_bytes as i128 * settings.capacity_threshold_pct as i128 {
-                    f.ack(
-                        "capacity-tight",
-                        format!(
-                            "After the transfer the target address {address} would be {}% full (max-size-bytes {} under \
-                             {policy}); the run waits whenever it passes {}%.",
-                            // max-size-bytes 0 is full from the first byte.
-                            ((used + bytes) * 100).checked_div(s.max_size_bytes).unwrap_or(100),
-                            s.max_size_bytes,
-                            settings.capacity_threshold_pct
-                        ),
-                        None,
-                    );
-                }
-            }
-            _ => f.unknown(
-                "capacity-unknown",
-                format!("Whether the target address {address} has room (max-size-bytes {} under {policy}) could not be worked out.", s.max_size_bytes),
-            ),
-        }
-    }
-    if s.max_size_messages >= 0 {
-        match (count, q.state().and_then(|st| st.message_count)) {
-            (Some(n), Some(depth)) => {
-                if n > s.max_size_messages - depth {
-                    f.refuse(
-                        "capacity-messages",
-                        format!(
-                            "The target address {address} has room for {} more messages (max-size-messages {} under \
-                             {policy}), fewer than the {n} selected.",
-                            (s.max_size_messages - depth).max(0),
-                            s.max_size_messages
-                        ),
-                        Some(address_setting(address, &format!("<max-size-messages>{}</max-size-messages>", (depth + n) * 2))),
-                    );
-                } else if (depth + n) * 100 >= s.max_size_messages * settings.capacity_threshold_pct {
-                    f.ack(
-                        "capacity-tight",
-                        format!(
-                            "After the transfer the target address {address} would hold {} of at most {} messages; the \
-                             run waits whenever it passes {}%.",
-                            depth + n,
-                            s.max_size_messages,
-                            settings.capacity_threshold_pct
-                        ),
-                        None,
-                    );
-                }
-            }
-            // A missing queue holds nothing yet.
-            (Some(n), None) if q.queue == Some(None) && n > s.max_size_messages => f.refuse(
-                "capacity-messages",
-                format!("The target address {address} holds at most {} messages, fewer than the {n} selected.", s.max_size_messages),
-                Some(address_setting(address, &format!("<max-size-messages>{}</max-size-messages>", n * 2))),
-            ),
-            (Some(_), None) if q.queue == Some(None) => {}
-            _ => f.unknown(
-                "capacity-messages-unknown",
-                format!("Whether the target address {address} has room for the selection (max-size-messages {}) could not be worked out.", s.max_size_messages),
-            ),
-        }
-    }
-}
-
-fn check_disk(plan: &Plan, node: &NodeFacts, settings: &PreviewSettings, f: &mut Findings) {
-    let name = &plan.target.node;
-    match (node.broker.disk_store_usage, node.broker.max_disk_usage) {
-        // -1 turns the broker's check off; it blocks only *above* max-disk-usage, which 100 never is; 0 blocks
-        // every message (`FileStoreMonitor`: `usage > max / 100`).
-        (_, Some(max)) if !(0..100).contains(&max) => {}
-        (Some(usage), Some(max)) => {
-            let pct = usage * 100.0;
-            if pct >= max as f64 {
-                f.refuse(
-                    "disk-full",
-                    format!("The target node {name}'s journal disk is {pct:.0}% full, at or over its max-disk-usage of {max}%: it blocks or refuses new messages."),
-                    Some(format!("<max-disk-usage>{}</max-disk-usage>", (max + 5).min(99))),
-                );
-            } else if pct >= max as f64 * settings.capacity_threshold_pct as f64 / 100.0 {
-                f.ack(
-                    "disk-tight",
-                    format!("The target node {name}'s journal disk is {pct:.0}% full, near its max-disk-usage of {max}%; the run waits if it gets closer."),
-                    None,
-                );
-            }
-        }
-        _ => f.unknown("disk-unknown", format!("How full the target node {name}'s journal disk is could not be read.")),
-    }
+    let address_settings = facts.target.queue.settings.as_ref();
+    check_duplicate_cache(plan, node, address_settings, facts.runs_into_target_address, settings, f);
 }
 
 fn check_duplicate_cache(
@@ -877,22 +577,6 @@ fn check_shared_cache(address: &str, size: i64, other_runs: Option<i64>, setting
             "target-address-runs-unknown",
             format!("Whether other active runs write into the target address {address} could not be read."),
         ),
-    }
-}
-
-fn check_expiry(address: &str, s: &AddressSettings, f: &mut Findings) {
-    // Artemis takes -1 as unset; 0 is the harshest value: a message without an expiration of its own expires at once
-    // (`PostOfficeImpl.applyExpiryDelay`; message-expiry.adoc warns of max-expiry-delay 0).
-    if s.expiry_delay >= 0 || s.min_expiry_delay >= 0 || s.max_expiry_delay >= 0 {
-        f.ack(
-            "target-expiry-delay",
-            format!(
-                "The target address {address} gives messages an expiry (expiry-delay {}, min {}, max {} ms): delivered \
-                 messages may expire there.",
-                s.expiry_delay, s.min_expiry_delay, s.max_expiry_delay
-            ),
-            Some(address_setting(address, "<expiry-delay>-1</expiry-delay>")),
-        );
     }
 }
 

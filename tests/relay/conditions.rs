@@ -385,6 +385,11 @@ async fn a_target_deleted_mid_run_fails_the_run_and_loses_nothing() {
     assert_eq!(state, "failed", "a run whose target was deleted must fail; {counters:?}");
     assert!(error.contains(&target), "the words do not name the target: {error}");
     assert!(error.contains("no longer exists") || error.contains("deleted"), "the words do not say why: {error}");
+    let code = world.end_code(run).await;
+    assert!(
+        matches!(code.as_deref(), Some("target-queue-created" | "target-queue-missing" | "target-changed")),
+        "the code says why: {code:?}"
+    );
 
     let on_target = census_if_exists(west, &target).await;
     let in_staging = census(bed.node("east-1"), &staging_of(run)).await;
@@ -423,6 +428,9 @@ async fn a_target_disabled_mid_run_fails_the_run_and_loses_nothing() {
     println!("target disabled: {state}: {error}; {counters:?}");
     assert_eq!(state, "failed", "a run whose target was disabled must fail; {counters:?}");
     assert!(error.contains(&target) && error.contains("disabled"), "the words do not say why: {error}");
+    // Found by the guard before a batch, or by the watch on the target queue while one was sent.
+    let code = world.end_code(run).await;
+    assert!(matches!(code.as_deref(), Some("target-disabled" | "target-changed")), "the code says why: {code:?}");
 
     let on_target = census(west, &target).await;
     let in_staging = census(bed.node("east-1"), &staging_of(run)).await;

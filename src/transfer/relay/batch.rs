@@ -195,13 +195,10 @@ impl<'a> Batch<'a> {
         let (target, facts) = target?;
         self.laps.lap("resolve");
         let estimate = BatchSize::estimate(&self.run.counters, self.batch_size, self.settings.batch_bytes);
-        match check_target(&self.run.plan.target.display(), &facts, estimate, self.settings.capacity_threshold_pct) {
-            TargetCheck::Go => {}
-            TargetCheck::Refuse(words) => return Err(RelayError::refused(Code::Target("target-condition"), words)),
-            TargetCheck::Unknown(words) => return Err(RelayError::transient(Code::Target("target-unknown"), words)),
-            TargetCheck::Wait(words) if !self.ctx.stop_requested => return self.wait_for_room(words).await,
-            // Stopping: the batch in doubt is settled whatever the target's room (I6).
-            TargetCheck::Wait(_) => {}
+        let check = check_target(&self.run.plan.target, &facts, estimate, self.settings.capacity_threshold_pct);
+        // Stopping: the batch in doubt is settled whatever the target's room (I6).
+        if let Some(words) = check.decided()?.filter(|_| !self.ctx.stop_requested) {
+            return self.wait_for_room(words).await;
         }
         self.laps.lap("guard");
         Ok(ControlFlow::Continue(Ends { source, target, facts }))
@@ -334,10 +331,12 @@ impl<'a> Batch<'a> {
                     refill(self.ctx, source, &mut self.run, &self.staging_queue, count, chunk).await?;
                 }
             },
+            // Staging still holds a batch: relay it, and refill once the heap has room.
             _ if depth > 0 => {}
-            TargetCheck::Wait(words) => return self.wait_for_room(words).await,
-            TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => {
-                return Err(RelayError::transient(Code::Target("source-heap-unknown"), words))
+            not_now => {
+                if let Some(words) = not_now.decided()? {
+                    return self.wait_for_room(words).await;
+                }
             }
         }
         self.laps.lap("reconcile+refill");

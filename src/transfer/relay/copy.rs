@@ -33,7 +33,7 @@ use serde_json::json;
 
 use super::dmq;
 use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
-use super::guard::{check_target, BatchSize, TargetCheck};
+use super::guard::{check_target, BatchSize};
 use super::queues::target_facts;
 use super::receive::Received;
 use super::refill::whole_queue_left;
@@ -486,12 +486,7 @@ fn guard_target(
     settings: &Settings,
 ) -> Result<Option<String>, RelayError> {
     let estimate = BatchSize::estimate(&run.counters, batch_size as u32, settings.batch_bytes);
-    match check_target(&run.plan.target.display(), facts, estimate, settings.capacity_threshold_pct) {
-        TargetCheck::Go => Ok(None),
-        TargetCheck::Refuse(words) => Err(RelayError::refused(Code::Target("target-condition"), words)),
-        TargetCheck::Unknown(words) => Err(RelayError::transient(Code::Target("target-unknown"), words)),
-        TargetCheck::Wait(words) => Ok(Some(words)),
-    }
+    check_target(&run.plan.target, facts, estimate, settings.capacity_threshold_pct).decided()
 }
 
 /// Ends this attempt's slice job and enqueues a fresh one, with a fresh retry budget, because an earlier attempt

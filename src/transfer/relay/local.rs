@@ -34,7 +34,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
-use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
+use super::guard::{check_source_heap, check_target, BatchSize};
 use super::queues::{create_target_queue, source_queue_mbean};
 use super::refill::whole_queue_left;
 use super::run::{load, load_settings, stop_outcome, wait_for_room, Step};
@@ -162,22 +162,13 @@ impl<'a> Chunk<'a> {
         let run = &mut self.run;
         let estimate = BatchSize::estimate(&run.counters, self.settings.batch_size.max(1), settings.batch_bytes);
         let facts = end_facts(&self.node.mgmt, &run.plan.target).await?;
-        match check_target(&run.plan.target.display(), &facts, estimate, settings.capacity_threshold_pct) {
-            TargetCheck::Go => {}
-            TargetCheck::Refuse(words) => return Err(RelayError::refused(Code::Target("target-condition"), words)),
-            TargetCheck::Unknown(words) => return Err(RelayError::transient(Code::Target("target-unknown"), words)),
-            TargetCheck::Wait(words) => return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?)),
+        let mut waits = check_target(&run.plan.target, &facts, estimate, settings.capacity_threshold_pct).decided()?;
+        if waits.is_none() && run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
+            waits =
+                check_source_heap(&run.plan.source.display(), self.node.mgmt.heap().await.ok().flatten()).decided()?;
         }
-        if run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
-            match check_source_heap(&run.plan.source.display(), self.node.mgmt.heap().await.ok().flatten()) {
-                TargetCheck::Go => {}
-                TargetCheck::Wait(words) => {
-                    return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?))
-                }
-                TargetCheck::Unknown(words) | TargetCheck::Refuse(words) => {
-                    return Err(RelayError::transient(Code::Target("source-heap-unknown"), words))
-                }
-            }
+        if let Some(words) = waits {
+            return Ok(ControlFlow::Break(wait_for_room(ctx, run, settings, words).await?));
         }
         Ok(ControlFlow::Continue(()))
     }
