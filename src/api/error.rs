@@ -255,20 +255,6 @@ mod tests {
         assert_eq!(forbidden.missing_grant.unwrap().cluster, "west");
     }
 
-    /// Each edge names its own way to give what is missing: the API its body's fields, the CLI its flags, and
-    /// neither the other's.
-    #[test]
-    fn the_api_and_the_cli_each_say_how_to_acknowledge_in_their_own_terms() {
-        let refusal = || ActionError::NotAcknowledged { codes: vec!["last-value".into(), "disk-tight".into()] };
-        let cli = crate::cli::run::refusal_words(&refusal());
-        let api: ApiError = refusal().into();
-        assert_eq!((api.status, api.slug), (StatusCode::UNPROCESSABLE_ENTITY, "not-acknowledged"));
-        assert!(!api.message.contains("--ack") && api.message.contains("`acknowledged`"), "{}", api.message);
-        assert!(cli.contains("(--ack <code>): last-value, disk-tight") && !cli.contains("`acknowledged`"), "{cli}");
-        let neutral = refusal().to_string();
-        assert_eq!(neutral, "acknowledge these findings to run it: last-value, disk-tight");
-    }
-
     /// A wrong plan hash is answered without the hash the run expects, so it cannot be echoed from the answer.
     #[test]
     fn a_plan_hash_mismatch_names_only_the_hash_given() {

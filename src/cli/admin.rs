@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::cli::CliError;
 use crate::jobs::admin::{self, Actor, RequeueTarget};
 use crate::jobs::model::{JobId, JobRow, JobState, RunId};
-use crate::transfer::actions::{audit_entry, AuditEntry};
+use crate::transfer::audit::{audit_entry, AuditEntry};
 use crate::transfer::permissions::{self, PermissionError};
 
 /// `admin` options.

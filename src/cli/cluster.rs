@@ -22,7 +22,7 @@ use crate::cli::grant::{authorise_admin_on, operator, Authorised};
 use crate::cli::CliError;
 use crate::registry::discover::{conventional_jolokia_url, discover, Seed};
 use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
-use crate::transfer::actions::{audit_entry, AuditEntry};
+use crate::transfer::audit::{audit_entry, AuditEntry};
 
 /// How long one management call of discovery may take.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);

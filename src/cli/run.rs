@@ -372,6 +372,20 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
 mod tests {
     use super::*;
 
+    /// Each edge names its own way to give what is missing: the API its body's fields, the CLI its flags, and
+    /// neither the other's.
+    #[test]
+    fn the_api_and_the_cli_each_say_how_to_acknowledge_in_their_own_terms() {
+        let refusal = || ActionError::NotAcknowledged { codes: vec!["last-value".into(), "disk-tight".into()] };
+        let cli = refusal_words(&refusal());
+        let api: crate::api::error::ApiError = refusal().into();
+        assert_eq!((api.status, api.slug), (axum::http::StatusCode::UNPROCESSABLE_ENTITY, "not-acknowledged"));
+        assert!(!api.message.contains("--ack") && api.message.contains("`acknowledged`"), "{}", api.message);
+        assert!(cli.contains("(--ack <code>): last-value, disk-tight") && !cli.contains("`acknowledged`"), "{cli}");
+        let neutral = refusal().to_string();
+        assert_eq!(neutral, "acknowledge these findings to run it: last-value, disk-tight");
+    }
+
     #[test]
     fn the_progress_line_shows_the_pipeline() {
         let c = Counters { selected: Some(1000), staged: 600, delivered: 500, ..Counters::default() };

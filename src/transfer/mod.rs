@@ -4,6 +4,7 @@
 //! Later: copy and the dead message queue (SPEC §4.4, §5).
 
 pub mod actions;
+pub mod audit;
 pub mod facts;
 pub mod gather;
 pub mod orphans;

@@ -38,7 +38,7 @@ use crate::broker::jolokia::{BrokerManagement, JolokiaError, Request};
 use crate::broker::permits::PermitSource;
 use crate::registry::live::live_endpoint_limited;
 use crate::registry::{store, Credentials, RegistryError};
-use crate::transfer::actions::{audit_logged, AuditEntry};
+use crate::transfer::audit::{audit_logged, AuditEntry};
 use crate::transfer::permissions::{self, Permission, PermissionError};
 use crate::transfer::staging::{self, StagingError, StagingSpec, DMQ_PREFIX, STAGING_PREFIX};
 

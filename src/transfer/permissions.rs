@@ -20,7 +20,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::jobs::handler::{JobContext, Outcome};
-use crate::transfer::actions::{audit_entry, AuditEntry};
+use crate::transfer::audit::{audit_entry, AuditEntry};
 use crate::transfer::plan::Mode;
 
 /// A permission a grant gives (the `transfer_grant.permission` column).

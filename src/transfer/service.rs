@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::actions::{audit_logged, AuditEntry};
+use super::audit::{audit_logged, AuditEntry};
 use super::gather::{gather, EndAccess, RunFacts};
 use super::permissions::{self, Permission, PermissionError};
 use super::plan::{Mode, Plan, QueueRef, Selection};
