@@ -32,7 +32,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::dmq;
-use super::finish::{another_pass, end_words, proof_event, prove_end, source_count_now};
+use super::finish::{another_pass, end_run, end_words, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize};
 use super::queues::target_facts;
 use super::receive::Received;
@@ -541,21 +541,10 @@ pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcom
         return another_pass(ctx, &mut run, Phase::CopySlice, Some(&proof)).await;
     }
     let words = end_words(&run.counters, "copied", &proof, &verdict);
-    let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
-    let words = (!words.is_empty()).then(|| words.join("; "));
+    let finished = json!({ "copied": run.counters.delivered, "not_copied": run.counters.not_taken() });
     let mut tx = ctx.lease.begin().await?;
     sqlx::query("DELETE FROM transfer_copy_ledger WHERE run_id = $1").bind(run.id).execute(&mut *tx.conn()).await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(
-        tx.conn(),
-        run.id,
-        "copy_finished",
-        json!({ "copied": run.counters.delivered, "not_copied": run.counters.not_taken() }),
-    )
-    .await?;
-    state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
-    tx.complete_and_end_run(end, words.as_deref()).await?;
-    Ok(Outcome::Committed(tx.commit().await?))
+    end_run(tx, &run, ("copy_finished", finished), &proof, words).await
 }
 
 /// The browser's next message, a large body streamed to a spool file of its own (never held in memory, as a

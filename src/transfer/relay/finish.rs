@@ -11,13 +11,16 @@ use serde_json::json;
 use super::queues::source_queue_mbean;
 use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
+use super::run::load;
 use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
 use super::state::{self, TransferRun};
 use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
+use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::lease::FencedTx;
 use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::gather::end_facts;
@@ -25,9 +28,10 @@ use crate::transfer::plan::Selection;
 use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
 use crate::transfer::staging::{self, Selected, StagingSpec};
 
-/// How many times a finish sends a filter run back to relaying because messages matching it reappeared on the
-/// source (given back by a consumer after the last refill); after that they are counted as not taken.
-const MAX_FINISH_RECHECKS: u32 = 3;
+/// How many times an end sends a frozen selection back to taking (a move's refills, a move on one node's chunks)
+/// because messages matching it reappeared on the source (given back by a consumer after the last take); after
+/// that they are counted as not taken.
+pub(crate) const MAX_FINISH_RECHECKS: u32 = 3;
 
 /// What a run selected, as `staging::not_taken` asks for it; `effective` is the plan's effective filter.
 pub(crate) fn selected_for_not_taken<'a>(run: &'a TransferRun, effective: &'a str) -> Selected<'a> {
@@ -39,11 +43,6 @@ pub(crate) fn selected_for_not_taken<'a>(run: &'a TransferRun, effective: &'a st
         }
         Selection::All => Selected::Frozen { effective_filter: effective, user_filter: None, t0_millis },
     }
-}
-
-async fn load(ctx: &JobContext) -> Result<TransferRun, RelayError> {
-    let mut conn = ctx.pool.acquire().await?;
-    Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
 }
 
 /// Staging is empty and the selection exhausted: count what was not taken by cause, prove the end against the
@@ -71,22 +70,11 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     let _ = conn.close().await;
 
     let source_mbean = source_queue_mbean(&source, &run);
-    let effective = run.plan.effective_filter().unwrap_or_default();
-    let selected = selected_for_not_taken(&run, &effective);
-    let not_taken = staging::not_taken(&source.mgmt, &source_mbean, selected).await?;
-    let frozen = !matches!(run.plan.selection, Selection::Ids(_));
-    // A whole-queue run that took the count of t0 is done taking: what still matches the frozen filter was sent
-    // after t0 without a timestamp (or by a slow clock), and is not part of the selection.
-    let beyond_t0_count = whole_queue_left(&run, run.counters.staged) == Some(0);
-    if frozen && not_taken.other > 0 && !beyond_t0_count && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
-        // Still matching and visible on the source: a consumer gave messages back after the last refill. Take them.
+    let staged = run.counters.staged;
+    if let Left::Reappeared = count_not_taken(&source, &source_mbean, &mut run, staged).await? {
         return another_pass(ctx, &mut run, Phase::Relay, None).await;
     }
-    run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
-    run.counters.not_taken_scheduled = not_taken.scheduled as i64;
-    run.counters.not_taken_gone = if beyond_t0_count { 0 } else { not_taken.other as i64 };
     let now = source_count_now(&source, &run).await?;
-    let staged = run.counters.staged;
     let proof = prove_end(&run, now, staged);
     // A move's last pass is its refills finding nothing more: the broker's own scan of the whole queue.
     let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
@@ -95,20 +83,65 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     }
     staging::remove(&source.mgmt, &spec, false).await?;
 
-    let c = &run.counters;
-    let words = end_words(c, "taken", &proof, &verdict);
+    let words = end_words(&run.counters, "taken", &proof, &verdict);
+    let finished = json!({
+        "queue": staging_queue,
+        "delivered": run.counters.delivered,
+        "not_taken": run.counters.not_taken(),
+    });
+    let tx = ctx.lease.begin().await?;
+    end_run(tx, &run, ("staging_removed", finished), &proof, words).await
+}
+
+/// What a run's selection left on the source, as its end finds it.
+pub(crate) enum Left {
+    /// Counted on the run as not taken, by cause.
+    Counted,
+    /// Messages matching the frozen selection are visible on the source again (a consumer gave them back after
+    /// the last take): the run takes another pass.
+    Reappeared,
+}
+
+/// Counts on `run` what its selection left on the source (`source_mbean` on `source`), by cause — in delivery,
+/// scheduled, gone — after `taken` messages left the source; or says the run should take another pass, a bounded
+/// number of times ([`MAX_FINISH_RECHECKS`]).
+pub(crate) async fn count_not_taken(
+    source: &NodeAccess,
+    source_mbean: &ObjectName,
+    run: &mut TransferRun,
+    taken: i64,
+) -> Result<Left, RelayError> {
+    let effective = run.plan.effective_filter().unwrap_or_default();
+    let selected = selected_for_not_taken(run, &effective);
+    let not_taken = staging::not_taken(&source.mgmt, source_mbean, selected).await?;
+    let frozen = !matches!(run.plan.selection, Selection::Ids(_));
+    // A whole-queue run that took the count of t0 is done taking: what still matches the frozen filter was sent
+    // after t0 without a timestamp (or by a slow clock), and is not part of the selection.
+    let beyond_t0_count = whole_queue_left(run, taken) == Some(0);
+    if frozen && not_taken.other > 0 && !beyond_t0_count && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
+        return Ok(Left::Reappeared);
+    }
+    run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
+    run.counters.not_taken_scheduled = not_taken.scheduled as i64;
+    run.counters.not_taken_gone = if beyond_t0_count { 0 } else { not_taken.other as i64 };
+    Ok(Left::Counted)
+}
+
+/// Ends `run` in `tx` (which the caller may have written in already): its counters, the event saying how it
+/// finished (`finished`: kind and detail), its end proof, and Succeeded — or Partial with `words` when there is
+/// anything to say — in one fenced transaction.
+pub(crate) async fn end_run(
+    mut tx: FencedTx,
+    run: &TransferRun,
+    finished: (&str, serde_json::Value),
+    proof: &Proof,
+    words: Vec<String>,
+) -> Result<Outcome, RelayError> {
     let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
     let words = (!words.is_empty()).then(|| words.join("; "));
-    let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(
-        tx.conn(),
-        run.id,
-        "staging_removed",
-        json!({ "queue": staging_queue, "delivered": run.counters.delivered, "not_taken": run.counters.not_taken() }),
-    )
-    .await?;
-    state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
+    state::event(tx.conn(), run.id, finished.0, finished.1).await?;
+    state::event(tx.conn(), run.id, "end_proof", proof_event(proof)).await?;
     tx.complete_and_end_run(end, words.as_deref()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }

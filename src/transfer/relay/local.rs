@@ -33,7 +33,7 @@ use std::ops::ControlFlow;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::finish::{another_pass, end_words, proof_event, prove_end, selected_for_not_taken, source_count_now};
+use super::finish::{another_pass, count_not_taken, end_run, end_words, prove_end, source_count_now, Left};
 use super::guard::{check_source_heap, check_target, BatchSize};
 use super::queues::{create_target_queue, source_queue_mbean};
 use super::refill::whole_queue_left;
@@ -51,10 +51,6 @@ use crate::transfer::gather::end_facts;
 use crate::transfer::plan::{Mode, Selection};
 use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, StagingError};
-
-/// How many times the end sends a filter run back to moving because matching messages reappeared on the source
-/// (given back by a consumer after the last chunk); after that they are counted as not taken.
-const MAX_FINISH_RECHECKS: u32 = 3;
 
 /// One job of a move on one node: settle a lost answer, then move one chunk, or end the run once the selection
 /// is exhausted. The steps are [`Chunk`]'s methods, in this order.
@@ -435,20 +431,10 @@ async fn finish(
     source: &ObjectName,
     run: &mut TransferRun,
 ) -> Result<Outcome, RelayError> {
-    let effective = run.plan.effective_filter().unwrap_or_default();
-    let selected = selected_for_not_taken(run, &effective);
-    let not_taken = staging::not_taken(&node.mgmt, source, selected).await?;
-    let frozen = !matches!(run.plan.selection, Selection::Ids(_));
-    // A whole-queue run that took the count of t0 is done taking: what still matches the frozen filter was sent
-    // after t0 without a timestamp (or by a slow clock), and is not part of the selection.
-    let beyond_t0_count = whole_queue_left(run, run.counters.delivered + run.counters.uncertain) == Some(0);
-    if frozen && not_taken.other > 0 && !beyond_t0_count && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
-        // Still matching and visible on the source: a consumer gave messages back after the last chunk.
+    let moved_out = run.counters.delivered + run.counters.uncertain;
+    if let Left::Reappeared = count_not_taken(node, source, run, moved_out).await? {
         return another_pass(ctx, run, Phase::LocalMove, None).await;
     }
-    run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
-    run.counters.not_taken_scheduled = not_taken.scheduled as i64;
-    run.counters.not_taken_gone = if beyond_t0_count { 0 } else { not_taken.other as i64 };
     let now = source_count_now(node, run).await?;
     // What the broker moved out of the source: every delivered message, and up to `uncertain` more.
     let proof = prove_end(run, now, run.counters.delivered + run.counters.uncertain);
@@ -466,22 +452,7 @@ async fn finish(
             c.uncertain
         ));
     }
-    let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
-    let words = (!words.is_empty()).then(|| words.join("; "));
-    let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(
-        tx.conn(),
-        run.id,
-        "local_move_finished",
-        json!({
-            "delivered": run.counters.delivered,
-            "not_taken": run.counters.not_taken(),
-            "uncertain": run.counters.uncertain,
-        }),
-    )
-    .await?;
-    state::event(tx.conn(), run.id, "end_proof", proof_event(&proof)).await?;
-    tx.complete_and_end_run(end, words.as_deref()).await?;
-    Ok(Outcome::Committed(tx.commit().await?))
+    let finished = json!({ "delivered": c.delivered, "not_taken": c.not_taken(), "uncertain": c.uncertain });
+    let tx = ctx.lease.begin().await?;
+    end_run(tx, run, ("local_move_finished", finished), &proof, words).await
 }
