@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use clap::Subcommand;
 use sqlx::PgPool;
-use uuid::Uuid;
 
 use crate::cli::CliError;
 use crate::jobs::admin::{self, Actor, RequeueTarget};
@@ -191,11 +190,7 @@ pub use crate::jobs::settings::parse_duration;
 /// and audited under the command's own action name, as the command would have been.
 pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand) -> Result<Option<ExitCode>, CliError> {
     let job_run = |job: JobId| async move {
-        sqlx::query_scalar::<_, Uuid>("SELECT run_id FROM job WHERE id = $1")
-            .bind(job)
-            .fetch_optional(pool)
-            .await
-            .map_err(CliError::Db)
+        Ok::<_, CliError>(crate::jobs::store::job::job_get(pool, job).await?.map(|row| row.run_id.0))
     };
     let (action, target, run) = match command {
         AdminCommand::Jobs { run, .. } => ("jobs.list", "jobs".to_string(), run.map(|r| r.0)),

@@ -160,19 +160,14 @@ pub async fn resume(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Re
 pub async fn return_to_source(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
     let operator = super::grant::operator(args.operator.clone())?;
     // A run whose clusters the operator may not see is not found, as by the action itself.
-    let row: Option<(String, Option<String>)> = sqlx::query_as(
-        "SELECT state, source_queue FROM transfer_run WHERE id = $1 \
-         AND transfer_can_see($2, source_cluster) AND transfer_can_see($2, target_cluster)",
-    )
-    .bind(args.run)
-    .bind(&operator)
-    .fetch_optional(pool)
-    .await
-    .map_err(CliError::Db)?;
-    let Some((state, source)) = row else {
+    let record = match view::visible(pool, args.run, &operator).await.map_err(CliError::Db)? {
+        true => view::line(pool, args.run).await.map_err(CliError::Db)?,
+        false => None,
+    };
+    let Some(record) = record else {
         return refused(ActionError::NotFound(args.run));
     };
-    let source = source.unwrap_or_default();
+    let (state, source) = (record.state, record.source_queue.unwrap_or_default());
     if args.confirm.as_deref() != Some(source.as_str()) {
         eprintln!("{}", actions::RETURN_WARNING);
         eprintln!(
