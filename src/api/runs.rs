@@ -325,8 +325,7 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
         out.push(Event::default().event("progress").data(progress.to_string()));
         c.last_progress = Some(progress);
     }
-    let ended = line.state.parse::<RunState>().map(|s| s.is_ended() && s != RunState::Previewed).unwrap_or(false);
-    if ended && !more_rows {
+    if line.state.is_ended() && !more_rows {
         c.ended = true;
         out.push(Event::default().event("end").data(json!({ "run": c.run, "state": line.state }).to_string()));
     }

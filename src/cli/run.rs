@@ -235,7 +235,7 @@ pub fn show(v: &view::RunView) -> String {
     let mut w = String::new();
     let mut line = |k: &str, val: &str| w.push_str(&format!("{k:<11}{val}\n"));
     line("run", &v.id.to_string());
-    line("state", &v.state);
+    line("state", v.state.as_str());
     line("mode", v.mode.as_deref().unwrap_or("-"));
     line("from", &v.from);
     line("to", &v.to);
@@ -343,20 +343,19 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
             }
         }
         last = Some((now, c.delivered));
-        let mut state = line.state.clone();
-        if state == "queued" {
+        let mut state = line.state.to_string();
+        if line.state == RunState::Queued {
             if let Ok(Some(p)) = runs::queue_position(pool, RunId(args.run)).await {
                 state = format!("queued, place {p}");
             }
         }
         write!(err, "\r{}\x1b[K", progress_line(&state, &c, rate)).map_err(CliError::Output)?;
         err.flush().map_err(CliError::Output)?;
-        let ended = line.state.parse::<RunState>().map(|s| s.is_ended() && s != RunState::Previewed).unwrap_or(true);
-        if ended {
+        if line.state.is_ended() {
             writeln!(err).map_err(CliError::Output)?;
             drop(err);
             runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
-            let ok = line.state.parse::<RunState>().is_ok_and(RunState::is_final);
+            let ok = line.state.is_final();
             return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(3) });
         }
         tokio::time::sleep(every).await;

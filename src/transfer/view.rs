@@ -10,7 +10,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::jobs::store::record::RunEvent;
-use crate::jobs::{self, RunId};
+use crate::jobs::{self, RunId, RunState};
 use crate::transfer::relay::state::{Counters, RelayState};
 
 /// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
@@ -19,7 +19,8 @@ pub struct RunRecord {
     /// The run.
     pub id: Uuid,
     /// Its state (`transfer_run.state`).
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
     /// `move` or `copy`.
     pub mode: Option<String>,
     /// Source cluster, node, queue.
@@ -96,7 +97,7 @@ pub struct RunView {
     /// The run.
     pub id: Uuid,
     /// Its state.
-    pub state: String,
+    pub state: RunState,
     /// `move` or `copy`.
     pub mode: Option<String>,
     /// `cluster/node/queue` of the source.
@@ -157,7 +158,7 @@ impl RunView {
         let nodes = node_outcomes(record, &c, &pipeline, &events);
         RunView {
             id: record.id,
-            state: record.state.clone(),
+            state: record.state,
             mode: record.mode.clone(),
             from: end(&record.source_cluster, &record.source_node, &record.source_queue),
             to: end(&record.target_cluster, &record.target_node, &record.target_queue),
@@ -388,10 +389,11 @@ mod tests {
     use serde_json::json;
 
     fn record(state: &str, counters: serde_json::Value, relay: serde_json::Value) -> RunRecord {
+        let state = state.parse().expect("a run state");
         let t0 = DateTime::parse_from_rfc3339("2026-12-03T00:00:00Z").unwrap().with_timezone(&Utc);
         RunRecord {
             id: Uuid::nil(),
-            state: state.into(),
+            state,
             mode: Some("move".into()),
             source_cluster: Some("east".into()),
             source_node: Some("east-1".into()),
