@@ -380,26 +380,10 @@ async fn resend_in_doubt(
     wanted: &HashSet<i64>,
 ) -> Result<(usize, i64), RelayError> {
     let unreachable = |e: &dyn std::fmt::Display| {
-        RelayError::refused(
-            Code::InDoubtUnsettled,
-            format!(
-                "the target cannot be reached ({e}): the {} messages of the batch in doubt stay in staging \
-             {staging_queue}; some may already be on the target. Return again once the target is back.",
-                wanted.len()
-            ),
-        )
+        in_doubt_stays(format!("the target cannot be reached ({e})"), wanted.len(), staging_queue, "is back")
     };
     // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
-    let stays = |words: String| {
-        RelayError::refused(
-            Code::InDoubtUnsettled,
-            format!(
-                "{words}. The {} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
-             on the target. Return again once the target accepts messages.",
-                wanted.len()
-            ),
-        )
-    };
+    let stays = |words: String| in_doubt_stays(words, wanted.len(), staging_queue, "accepts messages");
     let target =
         ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
     let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
@@ -450,6 +434,18 @@ async fn resend_in_doubt(
     let _ = target_session.close().await;
     let _ = target_conn.close().await;
     Ok((received.len(), already))
+}
+
+/// A return that cannot settle its batch in doubt (`why`): the `count` messages stay in staging, some perhaps
+/// already on the target, until a return finds the target `until`.
+fn in_doubt_stays(why: String, count: usize, staging_queue: &str, until: &str) -> RelayError {
+    RelayError::refused(
+        Code::InDoubtUnsettled,
+        format!(
+            "{why}: the {count} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
+             on the target. Return again once the target {until}."
+        ),
+    )
 }
 
 /// Counts a settled batch in doubt and clears it, with its event, in one fenced transaction.
