@@ -50,9 +50,11 @@ async fn make_old(pool: &PgPool, runs: &[RunId], days: i32) {
         .unwrap();
 }
 
-/// A run started and stopped at once: Stopped, with a cancelled job and its events, no staging.
+/// A run started and stopped at once: Stopped, with a cancelled job and its events, no staging. Each of its jobs
+/// takes 200 ms, so that a worker running meanwhile cannot finish all three before the stop arrives (the run
+/// then ended Succeeded, and a test waiting for it to be Stopped waited in vain, 1 run in 20).
 async fn stopped_run(pool: &PgPool) -> RunId {
-    let run = support::start_probe_run(pool, &ProbeSpec::new(3)).await;
+    let run = support::start_probe_run(pool, &ProbeSpec { work_ms: 200, ..ProbeSpec::new(3) }).await;
     runs::request_stop(pool, run, "test").await.unwrap();
     run
 }
