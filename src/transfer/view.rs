@@ -10,17 +10,20 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::jobs::store::record::RunEvent;
-use crate::jobs::{self, RunId};
+use crate::jobs::{self, RunId, RunState};
 use crate::transfer::relay::state::{Counters, RelayState};
+use crate::transfer::Mode;
 
 /// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
-#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, utoipa::ToSchema)]
 pub struct RunRecord {
     /// The run.
     pub id: Uuid,
     /// Its state (`transfer_run.state`).
+    #[schema(value_type = RunState)]
     pub state: String,
     /// `move` or `copy`.
+    #[schema(value_type = Option<Mode>)]
     pub mode: Option<String>,
     /// Source cluster, node, queue.
     pub source_cluster: Option<String>,
@@ -34,10 +37,12 @@ pub struct RunRecord {
     pub target_node: Option<String>,
     /// See `target_cluster`.
     pub target_queue: Option<String>,
-    /// The counters (jsonb).
+    /// The counters (jsonb, written from [`Counters`]).
+    #[schema(value_type = Counters)]
     pub counters: serde_json::Value,
     /// The relay's bookkeeping (jsonb): internal, not shown in a list.
     #[serde(skip_serializing)]
+    #[schema(ignore)]
     pub relay: serde_json::Value,
     /// Why it stopped.
     pub stop_reason: Option<String>,
@@ -60,7 +65,7 @@ const COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queu
      staging_queue";
 
 /// The pipeline, in messages.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Pipeline {
     /// The selection's size; `None` while it is not known (a filter, until the run ends).
     pub selected: Option<i64>,
@@ -80,9 +85,10 @@ pub struct Pipeline {
 }
 
 /// What a run did on one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NodeOutcome {
     /// `source`, `staging` or `target`.
+    #[schema(value_type = String, example = "source")]
     pub role: &'static str,
     /// `cluster/node/queue`.
     pub at: String,
@@ -91,13 +97,15 @@ pub struct NodeOutcome {
 }
 
 /// A run as shown to operators.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     /// The run.
     pub id: Uuid,
     /// Its state.
+    #[schema(value_type = RunState)]
     pub state: String,
     /// `move` or `copy`.
+    #[schema(value_type = Option<Mode>)]
     pub mode: Option<String>,
     /// `cluster/node/queue` of the source.
     pub from: String,
