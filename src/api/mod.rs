@@ -98,3 +98,6 @@ pub async fn serve(
     tracing::info!(?addr, services = ?state.tokens, "the HTTP API is listening");
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }
+
+#[cfg(test)]
+mod doc_tests;
