@@ -234,3 +234,29 @@ fn the_document_says_what_the_code_does() {
         assert_eq!(statuses(operation(&doc, id)), declared.to_vec(), "{id}");
     }
 }
+
+/// Every `$ref` anywhere in `value`.
+fn references<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(reference)) = map.get("$ref") {
+                found.push(reference);
+            }
+            map.values().for_each(|v| references(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_reference_resolves() {
+    let doc = generated();
+    let mut found = Vec::new();
+    references(&doc, &mut found);
+    assert!(!found.is_empty());
+    for reference in found {
+        let pointer = reference.strip_prefix('#').unwrap_or_else(|| panic!("{reference} is not local"));
+        assert!(doc.pointer(pointer).is_some(), "{reference} points at nothing");
+    }
+}

@@ -42,6 +42,20 @@ pub struct SetBody {
     pub value: Value,
 }
 
+/// The `{key}` of `PUT /api/v1/settings/{key}`: one of the settings' keys (`settings::KEYS`, which the change
+/// checks against), so the document lists exactly the keys the service knows.
+pub struct SettingKey;
+
+impl utoipa::PartialSchema for SettingKey {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let keys = settings::KEYS.iter().map(|(key, _)| *key);
+        ObjectBuilder::new().schema_type(Type::String).enum_values(Some(keys)).into()
+    }
+}
+
+impl ToSchema for SettingKey {}
+
 /// What [`SetBody::value`] takes: what a stored value may be, or a string in the CLI's words.
 fn new_value_schema() -> utoipa::openapi::schema::Schema {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
@@ -80,7 +94,7 @@ fn as_words(value: &Value) -> Result<String, ApiError> {
     summary = "Change a setting",
     description = "Changes one setting (audited, validated against the whole set); answers the old and the new \
         value. Needs admin on * (or nobody holding it yet).",
-    params(("key" = String, Path, description = "The setting (SPEC §8), e.g. batch_size")),
+    params(("key" = inline(SettingKey), Path, description = "The setting (SPEC §8)")),
     request_body = SetBody,
     security(("bearer" = [])),
     responses(
