@@ -260,3 +260,27 @@ fn every_reference_resolves() {
         assert!(doc.pointer(pointer).is_some(), "{reference} points at nothing");
     }
 }
+
+/// Every `description` anywhere in `value`.
+fn descriptions<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(words)) = map.get("description") {
+                found.push(words);
+            }
+            map.values().for_each(|v| descriptions(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| descriptions(v, found)),
+        _ => {}
+    }
+}
+
+/// The descriptions come from doc comments; a rustdoc link (`[`Type`]`) there means nothing to a caller.
+#[test]
+fn no_description_carries_a_rustdoc_link() {
+    let doc = generated();
+    let mut found = Vec::new();
+    descriptions(&doc, &mut found);
+    let links: Vec<&str> = found.into_iter().filter(|d| d.contains("[`")).collect();
+    assert!(links.is_empty(), "rustdoc links in the document: {links:#?}");
+}

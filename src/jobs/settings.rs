@@ -143,6 +143,7 @@ pub fn value_schema() -> utoipa::openapi::schema::Schema {
 
 /// What [`change`] did.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(description = "A setting's change: its old and its new value.")]
 pub struct Changed {
     /// The setting.
     pub key: String,

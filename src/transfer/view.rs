@@ -16,6 +16,7 @@ use crate::transfer::Mode;
 
 /// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
 #[derive(Debug, Clone, sqlx::FromRow, Serialize, utoipa::ToSchema)]
+#[schema(description = "A run as Postgres holds it: a line of the list of runs.")]
 pub struct RunRecord {
     /// The run.
     pub id: Uuid,
@@ -37,7 +38,7 @@ pub struct RunRecord {
     pub target_node: Option<String>,
     /// See `target_cluster`.
     pub target_queue: Option<String>,
-    /// The counters (jsonb, written from [`Counters`]).
+    /// The counters (jsonb, written from `Counters`).
     #[schema(value_type = Counters)]
     pub counters: serde_json::Value,
     /// The relay's bookkeeping (jsonb): internal, not shown in a list.
