@@ -235,16 +235,16 @@ fn the_document_says_what_the_code_does() {
     }
 }
 
-/// Every `$ref` anywhere in `value`.
-fn references<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
+/// Every string under `key` anywhere in `value` (`$ref`s, descriptions).
+fn strings_at<'v>(value: &'v Value, key: &str, found: &mut Vec<&'v str>) {
     match value {
         Value::Object(map) => {
-            if let Some(Value::String(reference)) = map.get("$ref") {
-                found.push(reference);
+            if let Some(Value::String(text)) = map.get(key) {
+                found.push(text);
             }
-            map.values().for_each(|v| references(v, found));
+            map.values().for_each(|v| strings_at(v, key, found));
         }
-        Value::Array(items) => items.iter().for_each(|v| references(v, found)),
+        Value::Array(items) => items.iter().for_each(|v| strings_at(v, key, found)),
         _ => {}
     }
 }
@@ -253,25 +253,11 @@ fn references<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
 fn every_reference_resolves() {
     let doc = generated();
     let mut found = Vec::new();
-    references(&doc, &mut found);
+    strings_at(&doc, "$ref", &mut found);
     assert!(!found.is_empty());
     for reference in found {
         let pointer = reference.strip_prefix('#').unwrap_or_else(|| panic!("{reference} is not local"));
         assert!(doc.pointer(pointer).is_some(), "{reference} points at nothing");
-    }
-}
-
-/// Every `description` anywhere in `value`.
-fn descriptions<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(words)) = map.get("description") {
-                found.push(words);
-            }
-            map.values().for_each(|v| descriptions(v, found));
-        }
-        Value::Array(items) => items.iter().for_each(|v| descriptions(v, found)),
-        _ => {}
     }
 }
 
@@ -280,7 +266,7 @@ fn descriptions<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
 fn no_description_carries_a_rustdoc_link() {
     let doc = generated();
     let mut found = Vec::new();
-    descriptions(&doc, &mut found);
+    strings_at(&doc, "description", &mut found);
     let links: Vec<&str> = found.into_iter().filter(|d| d.contains("[`")).collect();
     assert!(links.is_empty(), "rustdoc links in the document: {links:#?}");
 }
