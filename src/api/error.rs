@@ -6,7 +6,6 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 use crate::jobs::executor::error_chain;
 use crate::registry::RegistryError;
@@ -33,6 +32,7 @@ pub struct ApiError {
 impl ApiError {
     /// An error with `status`, `slug` and `message`.
     pub fn new(status: StatusCode, slug: &'static str, message: impl Into<String>) -> ApiError {
+        debug_assert!(SLUGS.contains(&slug), "the slug {slug:?} is not in error::SLUGS (the document lists them)");
         ApiError { status, slug, message: message.into(), missing_grant: None }
     }
 
@@ -89,13 +89,61 @@ fn is_database(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Every slug an answer may carry, as the document lists them: a new slug is added here first (a debug build
+/// refuses an unlisted one, so a test that reaches it fails).
+pub const SLUGS: &[&str] = &[
+    "unauthenticated",
+    "no-operator",
+    "invalid-request",
+    "invalid-run-id",
+    "invalid-selection",
+    "invalid-setting",
+    "not-found",
+    "no-such-route",
+    "missing-grant",
+    "run-state",
+    "preview-expired",
+    "plan-hash-mismatch",
+    "preview-refused",
+    "source-busy",
+    "not-acknowledged",
+    "unknown-acknowledgement",
+    "confirmation-required",
+    "safety-cap",
+    "unsupported",
+    "conflict",
+    "missing-credentials",
+    "discovery",
+    "orphan-state",
+    "orphan-refused",
+    "database-unavailable",
+    "internal",
+];
+
+/// The body of every answer other than success.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// A stable, machine-readable name for the case.
+    #[schema(schema_with = slug_schema)]
+    pub error: &'static str,
+    /// What happened and what to do, in words.
+    pub message: String,
+    /// The grant the operator lacks, when that is the reason (`missing-grant`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_grant: Option<MissingGrant>,
+}
+
+/// `error` is one of [`SLUGS`].
+fn slug_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(SLUGS.iter().copied()))
+        .build()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.slug, "message": self.message });
-        if let Some(m) = &self.missing_grant {
-            body["missing_grant"] =
-                json!({ "principal": m.principal, "permission": m.permission.as_str(), "cluster": m.cluster });
-        }
+        let body = ErrorBody { error: self.slug, message: self.message, missing_grant: self.missing_grant };
         let mut response = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             response

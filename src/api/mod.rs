@@ -11,6 +11,7 @@
 //! `/metrics` (Prometheus) need no token: they say nothing about any message or operator.
 
 pub mod auth;
+pub mod doc;
 pub mod error;
 mod ops;
 mod orphans;
@@ -22,9 +23,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::{get, post, put};
 use axum::Router;
 use sqlx::PgPool;
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use auth::{Caller, ServiceTokens};
 pub use error::ApiError;
@@ -44,29 +47,42 @@ pub struct ApiState {
     pub events_every: Duration,
 }
 
+/// Every route with its operation: `routes!` adds a handler's route and its `#[utoipa::path]` entry together,
+/// and nothing else adds a route (the test in `doc_tests` lists the router's paths to hold it so).
+fn routes() -> OpenApiRouter<ApiState> {
+    let v1 = OpenApiRouter::new()
+        .routes(routes!(previews::clusters))
+        .routes(routes!(previews::targets))
+        .routes(routes!(previews::preview))
+        .routes(routes!(runs::list))
+        .routes(routes!(runs::get))
+        .routes(routes!(runs::events))
+        .routes(routes!(runs::execute))
+        .routes(routes!(runs::stop))
+        .routes(routes!(runs::resume))
+        .routes(routes!(runs::return_to_source))
+        .routes(routes!(orphans::list))
+        .routes(routes!(orphans::return_orphan))
+        .routes(routes!(settings::show))
+        .routes(routes!(settings::set));
+    OpenApiRouter::with_openapi(doc::ApiDoc::openapi())
+        .routes(routes!(ops::health))
+        .routes(routes!(ops::ready))
+        .routes(routes!(ops::metrics))
+        .routes(routes!(ops::openapi))
+        .nest("/api/v1", v1)
+}
+
+/// The OpenAPI document of [`router`]'s routes.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut document = routes().into_openapi();
+    doc::Common.modify(&mut document);
+    document
+}
+
 /// The API's routes over `state`.
 pub fn router(state: ApiState) -> Router {
-    let v1 = Router::new()
-        .route("/clusters", get(previews::clusters))
-        .route("/clusters/{cluster}/targets", get(previews::targets))
-        .route("/previews", post(previews::preview))
-        .route("/runs", get(runs::list))
-        .route("/runs/{run}", get(runs::get))
-        .route("/runs/{run}/events", get(runs::events))
-        .route("/runs/{run}/execute", post(runs::execute))
-        .route("/runs/{run}/stop", post(runs::stop))
-        .route("/runs/{run}/resume", post(runs::resume))
-        .route("/runs/{run}/return", post(runs::return_to_source))
-        .route("/orphans", get(orphans::list))
-        .route("/orphans/return", post(orphans::return_orphan))
-        .route("/settings", get(settings::show))
-        .route("/settings/{key}", put(settings::set));
-    Router::new()
-        .route("/health", get(ops::health))
-        .route("/ready", get(ops::ready))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
-        .nest("/api/v1", v1)
+    Router::from(routes())
         .fallback(ops::no_such_route)
         .layer(axum::middleware::from_fn(ops::log_request))
         .with_state(state)
@@ -82,3 +98,6 @@ pub async fn serve(
     tracing::info!(?addr, services = ?state.tokens, "the HTTP API is listening");
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }
+
+#[cfg(test)]
+mod doc_tests;

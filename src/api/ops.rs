@@ -2,6 +2,7 @@
 //! document, the answer to an unknown path, and one log line per request.
 
 use std::fmt::Write as _;
+use std::sync::LazyLock;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -9,28 +10,65 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::ApiState;
 use crate::jobs::{JobState, RunState};
 
-/// The OpenAPI document (hand-written; a test checks every path in it is routed).
-pub const OPENAPI: &str = include_str!("openapi.json");
+/// The OpenAPI document, as JSON: made once, from the router's routes (see [`super::doc`]).
+static DOCUMENT: LazyLock<String> =
+    LazyLock::new(|| super::document().to_json().expect("the OpenAPI document serialises"));
+
+/// The answer of `/health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    #[schema(example = "ok")]
+    pub status: &'static str,
+}
 
 /// `GET /health`: the process answers. Nothing else is checked, so a slow database never gets it restarted.
-pub async fn health() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(get, path = "/health", operation_id = "health", tags = ["ops"], summary = "Liveness",
+    description = "The process answers; nothing else is checked.",
+    responses((status = 200, description = "Alive", body = Health)))]
+pub async fn health() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// The answer of `/ready`: `schema` when ready, `why` when not.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready` or `not ready`.
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    /// The database's schema version (when ready).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<i64>,
+    /// Why not, in words (when not ready).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// `GET /ready`: 200 when the database answers and holds this build's schema; 503 with the reason otherwise.
+#[utoipa::path(get, path = "/ready", operation_id = "ready", tags = ["ops"], summary = "Readiness",
+    description = "The database answers and holds this build's schema.",
+    responses(
+        (status = 200, description = "Ready, with the schema's version", body = Readiness),
+        (status = 503, description = "Not ready, with the reason in `why`", body = Readiness),
+    ))]
 pub async fn ready(State(state): State<ApiState>) -> Response {
     let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
     let applied: Result<Option<i64>, sqlx::Error> =
         sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success").fetch_one(&state.pool).await;
-    let not_ready = |why: String| (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "not ready", "why": why })));
+    let not_ready = |why: String| {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(Readiness { status: "not ready", schema: None, why: Some(why) }))
+    };
     match applied {
-        Ok(Some(v)) if v == newest => (StatusCode::OK, Json(json!({ "status": "ready", "schema": v }))).into_response(),
+        Ok(Some(v)) if v == newest => {
+            (StatusCode::OK, Json(Readiness { status: "ready", schema: Some(v), why: None })).into_response()
+        }
         Ok(Some(v)) if v > newest => not_ready(format!(
             "the database's schema ({v}) is newer than this build's ({newest}): deploy the newer build"
         ))
@@ -50,6 +88,16 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
 /// `GET /metrics`: gauges read from the database at each scrape (so every replica reports the same figures; sum
 /// nothing across replicas): runs by state, jobs by state, the slots taken and their limit, and the messages of
 /// the runs not yet ended by outcome.
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tags = ["ops"], summary = "Prometheus metrics",
+    description = "Gauges read from the database at each scrape (every replica reports the same figures): \
+        artemis_transfer_runs{state}, artemis_transfer_jobs{state}, artemis_transfer_run_slots_taken, \
+        artemis_transfer_run_slots_limit, artemis_transfer_live_run_messages{outcome}, \
+        artemis_transfer_live_run_delivered_bytes.",
+    responses(
+        (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
+        (status = 500, description = "A failure of ours (internal)", body = ErrorBody),
+        (status = 503, description = "The database is out of reach (database-unavailable)", body = ErrorBody),
+    ))]
 pub async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError> {
     let pool = &state.pool;
     let runs: Vec<(String, i64)> =
@@ -96,9 +144,38 @@ fn gauge(out: &mut String, name: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
 }
 
+/// The schema of `/openapi.json`'s answer: an OpenAPI document, described by its own specification, so only its
+/// required keys are named here.
+pub struct DocumentShape;
+
+impl utoipa::PartialSchema for DocumentShape {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+        let free_form = |what: &str| {
+            ObjectBuilder::new().schema_type(Type::Object).description(Some(format!("{what} (free-form)")))
+        };
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("An OpenAPI 3.1 document (free-form beyond its required keys)"))
+            .property("openapi", ObjectBuilder::new().schema_type(Type::String))
+            .property("info", free_form("Title, version and description"))
+            .property("paths", free_form("The operations, by path"))
+            .required("openapi")
+            .required("info")
+            .required("paths")
+            .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+            .into()
+    }
+}
+
+impl ToSchema for DocumentShape {}
+
 /// `GET /openapi.json`.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tags = ["ops"], summary = "This document",
+    responses((status = 200, description = "OpenAPI 3.1, generated from the handlers", body = DocumentShape,
+        content_type = "application/json")))]
 pub async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT.as_str()).into_response()
 }
 
 /// Any other path.

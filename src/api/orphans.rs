@@ -8,9 +8,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::ApiState;
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
@@ -18,13 +19,18 @@ use crate::transfer::orphans::{self, ReturnRequest, RETURN_WARNING};
 
 /// `GET /api/v1/orphans`: staging queues no run owns, on every node of the clusters the operator may see, and the
 /// nodes that could not be asked (whether they hold orphans is then unknown).
+#[utoipa::path(get, path = "/orphans", operation_id = "listOrphans", tags = ["orphans"], summary = "Orphans",
+    description = "Staging queues no run owns, on every node of the clusters the operator may see, and the nodes \
+        that could not be asked (whether they hold orphans is then unknown).",
+    security(("bearer" = [])),
+    responses((status = 200, description = "The orphans and the unchecked nodes", body = orphans::Orphans)))]
 pub async fn list(State(state): State<ApiState>, caller: Caller) -> Result<Json<orphans::Orphans>, ApiError> {
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(state.pool.clone()));
     Ok(Json(orphans::list(&state.pool, Some(permits), &caller.operator).await?))
 }
 
 /// The body of `POST /api/v1/orphans/return`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReturnOrphanBody {
     /// The orphan's cluster.
@@ -35,12 +41,34 @@ pub struct ReturnOrphanBody {
     pub queue: String,
     /// Where messages without an original queue go (a queue on the same node).
     pub to: Option<String>,
-    /// The staging queue's name, typed to confirm.
+    /// The staging queue's name, typed to confirm; without it the return is refused (422
+    /// `confirmation-required`, with what a return does).
     pub confirm: Option<String>,
 }
 
 /// `POST /api/v1/orphans/return`: each message back to the queue it came from; the staging queue is then removed.
 /// Answers what went where.
+#[utoipa::path(post, path = "/orphans/return", operation_id = "returnOrphan", tags = ["orphans"],
+    summary = "Return an orphan",
+    description = "Each message back to the queue it came from; the staging queue is then removed. Needs the \
+        staging queue's name typed in `confirm`; without it, 422 says what a return does.",
+    request_body = ReturnOrphanBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "What went where", body = orphans::Returned),
+        (status = 400, description = "Not the call's JSON (invalid-request), or no X-Operator (no-operator)",
+            body = ErrorBody),
+        (status = 403, description = "The operator lacks message:move on the orphan's cluster (missing-grant)",
+            body = ErrorBody),
+        (status = 404, description = "No such cluster, node or staging queue, or one the operator may not see \
+            (not-found)", body = ErrorBody),
+        (status = 409, description = "A run owns it, it is in use, or messages were left (orphan-state), or the \
+            registry disagrees (conflict)", body = ErrorBody),
+        (status = 422, description = "The staging queue's name was not typed (confirmation-required), the return \
+            is refused (orphan-refused), or the cluster's credentials are not set (missing-credentials)",
+            body = ErrorBody),
+        (status = 502, description = "A broker's management could not be asked (discovery)", body = ErrorBody),
+    ))]
 pub async fn return_orphan(
     State(state): State<ApiState>,
     caller: Caller,

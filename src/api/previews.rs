@@ -5,47 +5,88 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::ApiState;
 use crate::jobs::settings;
-use crate::registry::store;
+use crate::registry::{store, ClusterNode};
 use crate::transfer::permissions;
-use crate::transfer::service::{preview_and_store, targets_for, PreviewRequest};
+use crate::transfer::service::{preview_and_store, targets_for, PreviewRequest, StoredPreview, Target};
 use crate::transfer::{Mode, PreviewSettings, QueueRef, Selection};
+
+/// A cluster as a caller sees it: never its credentials, not even their reference.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterShown {
+    /// Its registered name.
+    pub name: String,
+    /// Its nodes, with their endpoints.
+    pub nodes: Vec<ClusterNode>,
+}
+
+/// The answer of `GET /api/v1/clusters`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Clusters {
+    /// The clusters the operator may see.
+    pub clusters: Vec<ClusterShown>,
+}
 
 /// `GET /api/v1/clusters`: the clusters the operator may see, with their nodes and endpoints (never the
 /// credentials, not even their reference).
-pub async fn clusters(State(state): State<ApiState>, caller: Caller) -> Result<Json<serde_json::Value>, ApiError> {
-    let mut shown = Vec::new();
+#[utoipa::path(get, path = "/clusters", operation_id = "listClusters", tags = ["clusters"], summary = "Clusters",
+    description = "The registered clusters the operator may see, with their nodes and endpoints (never credentials).",
+    security(("bearer" = [])),
+    responses((status = 200, description = "The clusters", body = Clusters)))]
+pub async fn clusters(State(state): State<ApiState>, caller: Caller) -> Result<Json<Clusters>, ApiError> {
+    let mut clusters = Vec::new();
     for cluster in store::list(&state.pool).await? {
         if permissions::can_see(&state.pool, &caller.operator, &cluster.name).await? {
-            shown.push(json!({ "name": cluster.name, "nodes": cluster.nodes }));
+            clusters.push(ClusterShown { name: cluster.name, nodes: cluster.nodes });
         }
     }
-    Ok(Json(json!({ "clusters": shown })))
+    Ok(Json(Clusters { clusters }))
+}
+
+/// The answer of `GET /api/v1/clusters/{cluster}/targets`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Targets {
+    /// The cluster asked about.
+    pub source_cluster: String,
+    /// Every cluster the operator may see; those they may not send to are disabled, with the reason.
+    pub targets: Vec<Target>,
 }
 
 /// `GET /api/v1/clusters/{cluster}/targets`: where a transfer from `cluster` could go; those the operator may not
 /// send to are listed disabled, with the missing grant in words.
+#[utoipa::path(get, path = "/clusters/{cluster}/targets", operation_id = "listTargets", tags = ["clusters"],
+    summary = "Targets",
+    description = "Where a transfer from the cluster could go; those the operator may not send to are listed \
+        disabled, with the missing grant in words.",
+    params(("cluster" = String, Path, description = "The source cluster's registered name")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The targets", body = Targets),
+        (status = 404, description = "No such cluster, or one the operator may not see (not-found)",
+            body = ErrorBody),
+    ))]
 pub async fn targets(
     State(state): State<ApiState>,
     caller: Caller,
     Path(cluster): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Targets>, ApiError> {
     let targets = targets_for(&state.pool, &caller.operator, &cluster).await?;
-    Ok(Json(json!({ "source_cluster": cluster, "targets": targets })))
+    Ok(Json(Targets { source_cluster: cluster, targets }))
 }
 
 /// The body of `POST /api/v1/previews`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreviewBody {
     /// `move` (default) or `copy`.
     #[serde(default = "default_mode")]
+    #[schema(default = "move")]
     pub mode: Mode,
     /// `{cluster, node, queue}` of the source.
     pub source: QueueRef,
@@ -62,6 +103,24 @@ fn default_mode() -> Mode {
 /// `POST /api/v1/previews`: 201 with the stored preview — its run id, plan, plan hash, findings (each in words,
 /// with its fix) and expiry — whether or not the findings allow the run to start (`can_start` says). Execute
 /// needs the plan hash back.
+#[utoipa::path(post, path = "/previews", operation_id = "createPreview", tags = ["previews"],
+    summary = "Preview a move or copy",
+    description = "Reads the brokers and stores a Previewed run: its plan, plan hash, findings (each in words, with \
+        its fix) and expiry, whether or not the findings allow it to start (`can_start`). Nothing moves.",
+    request_body = PreviewBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "The stored preview", body = PreviewAnswer,
+            headers(("Location" = String, description = "The run's address: /api/v1/runs/{run}"))),
+        (status = 400, description = "Not the call's JSON (invalid-request), an empty selection \
+            (invalid-selection), or no X-Operator (no-operator)", body = ErrorBody),
+        (status = 403, description = "The operator lacks a grant (missing-grant)", body = ErrorBody),
+        (status = 404, description = "No such cluster or node, or one the operator may not see (not-found)",
+            body = ErrorBody),
+        (status = 409, description = "The registry disagrees (conflict)", body = ErrorBody),
+        (status = 422, description = "The cluster's credentials are not set (missing-credentials)", body = ErrorBody),
+        (status = 502, description = "A broker's management could not be asked (discovery)", body = ErrorBody),
+    ))]
 pub async fn preview(
     State(state): State<ApiState>,
     caller: Caller,
@@ -83,10 +142,19 @@ pub async fn preview(
         operator: caller.operator,
     };
     let stored = preview_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?;
-    let mut answer = serde_json::to_value(&stored).expect("a stored preview serialises");
-    answer["can_start"] = json!(stored.preview.can_start());
     let location = format!("/api/v1/runs/{}", stored.run_id);
+    let answer = PreviewAnswer { can_start: stored.preview.can_start(), stored };
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())
+}
+
+/// The answer of `POST /api/v1/previews`: the stored preview and whether its findings let it start.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PreviewAnswer {
+    /// The stored preview.
+    #[serde(flatten)]
+    pub stored: StoredPreview,
+    /// No finding refuses the run.
+    pub can_start: bool,
 }
 
 /// A selection the library would take but no operator means: an empty id list or filter.

@@ -2,6 +2,7 @@
 //! The actions are `transfer::actions` (the SQL functions the Studio backend also calls), so their checks, words
 //! and audit rows are the same whichever way an operator comes.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -13,17 +14,19 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, Stream};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use utoipa::openapi::RefOr;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Caller;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, Confirmation, RETURN_WARNING};
-use crate::transfer::view::{self, LinesQuery};
+use crate::transfer::view::{self, LinesQuery, RunRecord};
 
 /// A path's run id, refused in words when it is not a UUID.
 fn run_id(text: &str) -> Result<Uuid, ApiError> {
@@ -49,23 +52,38 @@ fn optional_body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Res
 }
 
 /// Query of `GET /api/v1/runs`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// At most this many (1–500, default 50).
+    #[param(minimum = 1, maximum = 500, default = 50)]
     pub limit: Option<i64>,
     /// Only runs in this state.
+    #[param(value_type = Option<RunState>)]
     pub state: Option<String>,
     /// Only runs made before this instant (RFC 3339): the next page is `before=<created_at of the last>`.
     pub before: Option<DateTime<Utc>>,
 }
 
+/// The answer of `GET /api/v1/runs`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Runs {
+    /// The runs, newest first.
+    pub runs: Vec<RunRecord>,
+}
+
 /// `GET /api/v1/runs`: the newest runs the operator may see.
+#[utoipa::path(get, path = "/runs", operation_id = "listRuns", tags = ["runs"], summary = "Runs",
+    description = "The newest runs the operator may see (both their clusters), newest first.",
+    params(ListQuery),
+    security(("bearer" = [])),
+    responses((status = 200, description = "The runs", body = Runs)))]
 pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<Runs>, ApiError> {
     let Query(q) = query?;
     let limit = q.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
@@ -78,23 +96,67 @@ pub async fn list(
         })?;
     }
     let query = LinesQuery { limit, state: q.state, visible_to: Some(caller.operator), before: q.before };
-    let lines = view::lines(&state.pool, &query).await?;
-    Ok(Json(json!({ "runs": lines })))
+    let runs = view::lines(&state.pool, &query).await?;
+    Ok(Json(Runs { runs }))
 }
 
 /// `GET /api/v1/runs/{run}`: the run's view (SPEC §7) — pipeline, rate, ETA, per-node outcome, events.
+#[utoipa::path(get, path = "/runs/{run}", operation_id = "getRun", tags = ["runs"], summary = "A run",
+    description = "The run's view (SPEC §7): pipeline, rate, ETA, per-node outcome, notes, events.",
+    params(RunParam),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The run", body = view::RunView),
+        OnOneRun,
+    ))]
 pub async fn get(
     State(state): State<ApiState>,
     caller: Caller,
-    Path(run): Path<String>,
+    Path(RunParam { run }): Path<RunParam>,
 ) -> Result<Json<view::RunView>, ApiError> {
     let run = run_id(&run)?;
     require_visible(&state, run, &caller).await?;
     Ok(Json(view::load(&state.pool, run).await?))
 }
 
+/// 400 for a run id that is not a UUID (or a malformed body or query), 404 for a run that does not exist or that
+/// the operator may not see: what every call on one run may answer besides its own.
+pub struct OnOneRun;
+
+const NOT_A_RUN: (u16, &str) = (
+    400,
+    "The run id is not a UUID (invalid-run-id), the body or query is not the call's (invalid-request), or no \
+     X-Operator (no-operator)",
+);
+const NO_SUCH_RUN: (u16, &str) = (404, "No such run, or one the operator may not see (not-found)");
+
+impl utoipa::IntoResponses for OnOneRun {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        super::doc::error_answers(&[NOT_A_RUN, NO_SUCH_RUN])
+    }
+}
+
+/// [`OnOneRun`]'s answers and 403: an action on a run needs a grant on its clusters.
+pub struct RunAction;
+
+impl utoipa::IntoResponses for RunAction {
+    fn responses() -> BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        let missing_grant = (403, "The operator lacks a grant (missing-grant)");
+        super::doc::error_answers(&[NOT_A_RUN, missing_grant, NO_SUCH_RUN])
+    }
+}
+
+/// The `{run}` of a path.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RunParam {
+    /// The run's id (a UUID; another text answers 400 `invalid-run-id`).
+    #[param(value_type = Uuid)]
+    pub run: String,
+}
+
 /// The body of `POST /api/v1/runs/{run}/execute`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecuteBody {
     /// The plan hash the preview answered.
@@ -111,10 +173,25 @@ pub struct ExecuteBody {
 
 /// `POST /api/v1/runs/{run}/execute`: 202 once the run is queued for a worker (with its place when every slot is
 /// taken).
+#[utoipa::path(post, path = "/runs/{run}/execute", operation_id = "executeRun", tags = ["runs"],
+    summary = "Execute a Previewed run",
+    description = "Checks the plan hash, the acknowledgements, the typed confirmation and the safety cap, then \
+        queues the run for a worker.",
+    params(RunParam),
+    request_body = ExecuteBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 202, description = "Queued, with its place when every slot is taken", body = Accepted),
+        RunAction,
+        (status = 409, description = "The run's state or another run forbids it (run-state, preview-expired, \
+            plan-hash-mismatch, preview-refused, source-busy)", body = ErrorBody),
+        (status = 422, description = "Needs something more from the operator (not-acknowledged, \
+            unknown-acknowledgement, confirmation-required, safety-cap, unsupported)", body = ErrorBody),
+    ))]
 pub async fn execute(
     State(state): State<ApiState>,
     caller: Caller,
-    Path(run): Path<String>,
+    Path(RunParam { run }): Path<RunParam>,
     request: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
@@ -127,20 +204,32 @@ pub async fn execute(
     };
     actions::execute(&state.pool, run, &confirm, &caller.operator, state.max_attempts).await?;
     let place = runs::queue_position(&state.pool, RunId(run)).await?;
-    Ok(accepted(run, "queued", json!({ "queue_position": place })))
+    Ok(accepted(run, RunState::Queued, Some(place)))
 }
 
-/// 202 with `{run, state, …extra}` and where to follow it.
-fn accepted(run: Uuid, state: &str, extra: serde_json::Value) -> Response {
-    let mut answer = json!({ "run": run, "state": state, "events": format!("/api/v1/runs/{run}/events") });
-    if let (Some(a), Some(e)) = (answer.as_object_mut(), extra.as_object()) {
-        a.extend(e.clone());
-    }
-    (StatusCode::ACCEPTED, Json(answer)).into_response()
+/// The answer of an action that queued the run: where it is and where to follow it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Accepted {
+    /// The run.
+    pub run: Uuid,
+    /// Its state now: `queued` (execute, resume) or `returning` (return).
+    pub state: RunState,
+    /// Where to follow it (server-sent events).
+    pub events: String,
+    /// Execute only: its place among the runs waiting for a slot; null when it holds one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>, required = false)]
+    pub queue_position: Option<Option<i64>>,
 }
 
-/// The body of `POST /api/v1/runs/{run}/stop`.
-#[derive(Debug, Default, Deserialize)]
+/// 202 with the run, its state and where to follow it.
+fn accepted(run: Uuid, state: RunState, queue_position: Option<Option<i64>>) -> Response {
+    let events = format!("/api/v1/runs/{run}/events");
+    (StatusCode::ACCEPTED, Json(Accepted { run, state, events, queue_position })).into_response()
+}
+
+/// The body of `POST /api/v1/runs/{run}/stop`: optional, as is its field.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopBody {
     /// Why (recorded on the run); default "operator request".
@@ -149,40 +238,96 @@ pub struct StopBody {
 
 /// `POST /api/v1/runs/{run}/stop`: the batch in flight finishes first. 200 `stopped` when nothing was in
 /// flight, 202 `stop_requested` when a batch is, 200 `already_ended` with the state it ended in.
+#[utoipa::path(post, path = "/runs/{run}/stop", operation_id = "stopRun", tags = ["runs"], summary = "Stop a run",
+    description = "The batch in flight finishes first. The body may be left out.",
+    params(RunParam),
+    request_body(content = Option<StopBody>, description = "Optional: why (default \"operator request\")"),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Stopped (nothing was in flight), or already ended", body = StopAnswer),
+        (status = 202, description = "Stop requested: the batch in flight finishes first", body = StopAnswer),
+        RunAction,
+        (status = 409, description = "The run's state forbids it (run-state)", body = ErrorBody),
+    ))]
 pub async fn stop(
     State(state): State<ApiState>,
     caller: Caller,
-    Path(run): Path<String>,
+    Path(RunParam { run }): Path<RunParam>,
     request: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
     let reason = optional_body::<StopBody>(&request)?.reason.unwrap_or_else(|| "operator request".into());
     let answer = match actions::stop(&state.pool, run, &reason, &caller.operator).await? {
-        StopRequest::Stopped => (StatusCode::OK, json!({ "run": run, "result": "stopped", "state": "stopped" })),
-        StopRequest::Requested => (
-            StatusCode::ACCEPTED,
-            json!({ "run": run, "result": "stop_requested", "message": "the batch in flight finishes first" }),
-        ),
-        StopRequest::AlreadyEnded(s) => {
-            (StatusCode::OK, json!({ "run": run, "result": "already_ended", "state": s.as_str() }))
-        }
+        StopRequest::Stopped => StopAnswer::ended(run, StopResult::Stopped, RunState::Stopped),
+        StopRequest::Requested => StopAnswer {
+            run,
+            result: StopResult::StopRequested,
+            state: None,
+            message: Some("the batch in flight finishes first"),
+        },
+        StopRequest::AlreadyEnded(s) => StopAnswer::ended(run, StopResult::AlreadyEnded, s),
     };
-    Ok((answer.0, Json(answer.1)).into_response())
+    let status = if answer.result == StopResult::StopRequested { StatusCode::ACCEPTED } else { StatusCode::OK };
+    Ok((status, Json(answer)).into_response())
+}
+
+/// What a stop did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopResult {
+    /// Nothing was in flight: the run is stopped (200).
+    Stopped,
+    /// A batch is in flight and finishes first (202).
+    StopRequested,
+    /// The run had already ended, in `state` (200).
+    AlreadyEnded,
+}
+
+/// The answer of `POST /api/v1/runs/{run}/stop`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StopAnswer {
+    /// The run.
+    pub run: Uuid,
+    /// What the stop did.
+    pub result: StopResult,
+    /// The state it is in (`stopped`, or the state it ended in); absent while a stop is requested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<RunState>,
+    /// Words for a requested stop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'static str>,
+}
+
+impl StopAnswer {
+    fn ended(run: Uuid, result: StopResult, state: RunState) -> StopAnswer {
+        StopAnswer { run, result, state: Some(state), message: None }
+    }
 }
 
 /// `POST /api/v1/runs/{run}/resume`: a stopped, interrupted or failed run goes on from where it stopped.
+#[utoipa::path(post, path = "/runs/{run}/resume", operation_id = "resumeRun", tags = ["runs"],
+    summary = "Resume a run",
+    description = "A stopped, interrupted or failed run goes on from where it stopped.",
+    params(RunParam),
+    security(("bearer" = [])),
+    responses(
+        (status = 202, description = "Queued", body = Accepted),
+        RunAction,
+        (status = 409, description = "The run's state or another run forbids it (run-state, source-busy)",
+            body = ErrorBody),
+    ))]
 pub async fn resume(
     State(state): State<ApiState>,
     caller: Caller,
-    Path(run): Path<String>,
+    Path(RunParam { run }): Path<RunParam>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
     actions::resume(&state.pool, run, &caller.operator, state.max_attempts).await?;
-    Ok(accepted(run, "queued", json!({})))
+    Ok(accepted(run, RunState::Queued, None))
 }
 
-/// The body of `POST /api/v1/runs/{run}/return`.
-#[derive(Debug, Default, Deserialize)]
+/// The body of `POST /api/v1/runs/{run}/return`: may be left out, but without `confirm` the return is refused.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReturnBody {
     /// The source queue's name, typed to confirm.
@@ -191,10 +336,25 @@ pub struct ReturnBody {
 
 /// `POST /api/v1/runs/{run}/return`: what a stopped, interrupted or failed move holds in staging goes back to its
 /// source queue. Needs the source queue's name typed (`confirm`); without it, 422 says what a return does.
+#[utoipa::path(post, path = "/runs/{run}/return", operation_id = "returnRun", tags = ["runs"],
+    summary = "Return a run's staging to its source",
+    description = "What a stopped, interrupted or failed move holds in staging goes back to its source queue. Needs \
+        the source queue's name typed in `confirm`; without it (or without a body), 422 says what a return does.",
+    params(RunParam),
+    request_body(content = Option<ReturnBody>, description = "The typed confirmation; a missing body is refused \
+        with 422 confirmation-required"),
+    security(("bearer" = [])),
+    responses(
+        (status = 202, description = "Returning", body = Accepted),
+        RunAction,
+        (status = 409, description = "The run's state forbids it (run-state)", body = ErrorBody),
+        (status = 422, description = "The source queue's name was not typed (confirmation-required), or a return \
+            does not apply (unsupported)", body = ErrorBody),
+    ))]
 pub async fn return_to_source(
     State(state): State<ApiState>,
     caller: Caller,
-    Path(run): Path<String>,
+    Path(RunParam { run }): Path<RunParam>,
     request: Bytes,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
@@ -211,12 +371,13 @@ pub async fn return_to_source(
         ));
     }
     actions::return_to_source(&state.pool, run, &caller.operator, state.max_attempts).await?;
-    Ok(accepted(run, "returning", json!({})))
+    Ok(accepted(run, RunState::Returning, None))
 }
 
 /// Query of the event stream: resume after this event id (as the `Last-Event-ID` header does).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// The last event id already seen.
     pub after: Option<i64>,
@@ -248,10 +409,26 @@ struct Cursor {
 /// No row is skipped: one that commits after a higher id was sent (see [`LATE_WINDOW_SECS`]) is sent when it
 /// appears, once, out of id order; a client that resumes from such a row's id may get a few rows again (their ids
 /// tell), never miss one.
+#[utoipa::path(get, path = "/runs/{run}/events", operation_id = "followRun", tags = ["runs"],
+    summary = "Follow a run (server-sent events)",
+    description = "Each row of the run's event log is an SSE event named after its kind, with the row's id as the \
+        SSE id and a RunEvent as its data; `progress` events (no id) carry {state, counters, stop_reason, \
+        last_error} whenever they change; `error` events {message} say the database does not answer; the stream \
+        ends with an `end` event {run, state} once the run has ended. Resume with Last-Event-ID or `after`.",
+    params(
+        RunParam,
+        EventsQuery,
+        ("Last-Event-ID" = Option<i64>, Header, description = "The last event id already seen (as `after`)"),
+    ),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The event stream", body = String, content_type = "text/event-stream"),
+        OnOneRun,
+    ))]
 pub async fn events(
     State(state): State<ApiState>,
     caller: Caller,
-    Path(run): Path<String>,
+    Path(RunParam { run }): Path<RunParam>,
     headers: HeaderMap,
     query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {

@@ -3,29 +3,71 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::ApiState;
 use crate::jobs::admin::{self, Actor};
-use crate::jobs::settings;
+use crate::jobs::settings::{self, Changed};
+use crate::jobs::store::record::SettingRow;
 use crate::transfer::permissions::{self, EVERY_CLUSTER};
 
+/// The answer of `GET /api/v1/settings`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Settings {
+    /// Every setting, by key.
+    pub settings: Vec<SettingRow>,
+}
+
 /// `GET /api/v1/settings`: every setting with who changed it last and when.
-pub async fn show(State(state): State<ApiState>, _caller: Caller) -> Result<Json<Value>, ApiError> {
-    let rows = settings::rows(&state.pool).await?;
-    Ok(Json(json!({ "settings": rows })))
+#[utoipa::path(get, path = "/settings", operation_id = "listSettings", tags = ["settings"], summary = "Settings",
+    description = "Every setting with who changed it last and when.",
+    security(("bearer" = [])),
+    responses((status = 200, description = "The settings", body = Settings)))]
+pub async fn show(State(state): State<ApiState>, _caller: Caller) -> Result<Json<Settings>, ApiError> {
+    let settings = settings::rows(&state.pool).await?;
+    Ok(Json(Settings { settings }))
 }
 
 /// The body of `PUT /api/v1/settings/{key}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetBody {
     /// The new value: a number, a string in the CLI's words (`10m`, `64MiB`), a list of queue names, or null for
     /// none.
+    #[schema(schema_with = new_value_schema)]
     pub value: Value,
+}
+
+/// The `{key}` of `PUT /api/v1/settings/{key}`: one of the settings' keys (`settings::KEYS`, which the change
+/// checks against), so the document lists exactly the keys the service knows.
+pub struct SettingKey;
+
+impl utoipa::PartialSchema for SettingKey {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let keys = settings::KEYS.iter().map(|(key, _)| *key);
+        ObjectBuilder::new().schema_type(Type::String).enum_values(Some(keys)).into()
+    }
+}
+
+impl ToSchema for SettingKey {}
+
+/// What [`SetBody::value`] takes: what a stored value may be, or a string in the CLI's words.
+fn new_value_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+    let string = || ObjectBuilder::new().schema_type(Type::String);
+    let one_of = OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Number))
+        .item(string())
+        .item(ArrayBuilder::new().items(string()))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some("A number, a string in the CLI's words (`10m`, `64MiB`), a list of names, or null."))
+        .build();
+    Schema::OneOf(one_of)
 }
 
 /// A JSON value in the words `settings set` reads, so both take the same values with the same checks.
@@ -48,12 +90,27 @@ fn as_words(value: &Value) -> Result<String, ApiError> {
 
 /// `PUT /api/v1/settings/{key}`: changes one setting (audited, validated against the whole set); answers the old
 /// and the new value.
+#[utoipa::path(put, path = "/settings/{key}", operation_id = "setSetting", tags = ["settings"],
+    summary = "Change a setting",
+    description = "Changes one setting (audited, validated against the whole set); answers the old and the new \
+        value. Needs admin on * (or nobody holding it yet).",
+    params(("key" = inline(SettingKey), Path, description = "The setting (SPEC §8)")),
+    request_body = SetBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The old and the new value", body = Changed),
+        (status = 400, description = "Not the call's JSON (invalid-request), a value of no setting's kind \
+            (invalid-setting), or no X-Operator (no-operator)", body = ErrorBody),
+        (status = 403, description = "The operator lacks admin on * (missing-grant)", body = ErrorBody),
+        (status = 422, description = "No such setting, or the value is refused (invalid-setting)",
+            body = ErrorBody),
+    ))]
 pub async fn set(
     State(state): State<ApiState>,
     caller: Caller,
     Path(key): Path<String>,
     request: Result<Json<SetBody>, axum::extract::rejection::JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Changed>, ApiError> {
     let Json(b) = request?;
     let words = as_words(&b.value)?;
     let target = format!("setting {key}");
@@ -66,6 +123,5 @@ pub async fn set(
         json!({ "text": words }),
     )
     .await?;
-    let changed = admin::set_setting(&state.pool, &Actor(caller.operator), &key, &words).await?;
-    Ok(Json(serde_json::to_value(&changed).expect("a change serialises")))
+    Ok(Json(admin::set_setting(&state.pool, &Actor(caller.operator), &key, &words).await?))
 }

@@ -138,7 +138,7 @@ impl TryFrom<String> for JobState {
 }
 
 /// A run's state (SPEC §7). See the `transfer_run` table in `migrations/0001_job_engine.sql`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunState {
     /// Created by a preview; nothing has touched a broker. Left by [`crate::jobs::runs::start`].

@@ -128,14 +128,30 @@ pub async fn rows(pool: &PgPool) -> Result<Vec<SettingRow>, Error> {
     record::setting_rows(pool).await
 }
 
+/// The schema of a stored setting's value in the API's document: every setting is a number, a list of names
+/// (`dmq_chain`) or null (none, e.g. `dmq_time_to_live_secs`).
+pub fn value_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+    let one_of = OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Number))
+        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String)))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some("A number, a list of names, or null for none."))
+        .build();
+    Schema::OneOf(one_of)
+}
+
 /// What [`change`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(description = "A setting's change: its old and its new value.")]
 pub struct Changed {
     /// The setting.
     pub key: String,
     /// Its value before (`None`: it had none, the database was never migrated with it).
+    #[schema(schema_with = value_schema)]
     pub old: Option<serde_json::Value>,
     /// Its value now.
+    #[schema(schema_with = value_schema)]
     pub new: serde_json::Value,
     /// Who had set the old value.
     pub old_by: Option<String>,

@@ -5,7 +5,7 @@ use sqlx::{PgPool, Row};
 use super::RegistryError;
 
 /// What an endpoint was registered as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EndpointRole {
     /// A primary (live unless it failed over).
@@ -32,7 +32,7 @@ impl EndpointRole {
 }
 
 /// One way to reach a node.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct NodeEndpoint {
     /// `tcp://host:port` of its Core acceptor.
     pub core_url: String,
@@ -45,7 +45,7 @@ pub struct NodeEndpoint {
 }
 
 /// A logical node: a primary and its backups, one NodeID.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct ClusterNode {
     /// Its name in the cluster (the primary's broker name, unless given).
     pub name: String,

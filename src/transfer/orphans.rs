@@ -54,7 +54,7 @@ pub const ORIGINAL_QUEUE: &str = "_AMQ_ORIG_QUEUE";
 const MAX_ROUNDS: usize = 20;
 
 /// A staging queue no run owns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Orphan {
     /// The registered cluster.
     pub cluster: String,
@@ -74,7 +74,7 @@ impl Orphan {
 }
 
 /// A node whose staging queues could not be listed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Unchecked {
     /// The registered cluster.
     pub cluster: String,
@@ -85,7 +85,7 @@ pub struct Unchecked {
 }
 
 /// What a listing found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Orphans {
     /// The orphans, by cluster, node and queue.
     pub orphans: Vec<Orphan>,
@@ -99,7 +99,7 @@ pub const RETURN_WARNING: &str = "Each message goes back to the queue it was tak
      them (`--to`; `to` in the API). The empty staging queue and its address settings are then removed.";
 
 /// What a return did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Returned {
     /// The staging queue, removed.
     pub queue: String,

@@ -94,11 +94,12 @@ impl FromStr for Permission {
 pub const EVERY_CLUSTER: &str = "*";
 
 /// A grant the caller lacks. Its words are those of the SQL functions (`transfer_lacks_words`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct MissingGrant {
     /// Who lacks it.
     pub principal: String,
-    /// What.
+    /// What (`cluster:read`, `message:read`, `message:move`, `message:send`, `admin`).
+    #[schema(value_type = String, example = "message:send")]
     pub permission: Permission,
     /// On which cluster (`*`: on every cluster).
     pub cluster: String,

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::registry::ends::NodeRef;
 
 /// Move (the messages leave the source) or copy (the source is untouched).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The messages leave the source queue and arrive on the target.
@@ -20,7 +20,7 @@ pub enum Mode {
 }
 
 /// Which messages.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase", tag = "kind", content = "value")]
 pub enum Selection {
     /// Explicit broker message ids.
@@ -32,7 +32,7 @@ pub enum Selection {
 }
 
 /// A queue on a node of a registered cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct QueueRef {
     /// The cluster's registered name.
     pub cluster: String,
@@ -63,7 +63,7 @@ impl QueueRef {
 }
 
 /// A transfer plan, bound by its hash.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Plan {
     /// Move or copy.
     pub mode: Mode,

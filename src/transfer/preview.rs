@@ -23,7 +23,7 @@ pub const SOURCE_HEAP_WAIT_PCT: i64 = 90;
 pub const OLDEST_SUPPORTED: (u32, u32) = (2, 37);
 
 /// One finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Finding {
     /// Refused, needs acknowledgement, or could not be checked.
     pub kind: Kind,
@@ -53,7 +53,7 @@ impl Default for PreviewSettings {
 }
 
 /// What the preview shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Preview {
     /// Every finding, refusals first.
     pub findings: Vec<Finding>,

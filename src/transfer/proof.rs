@@ -39,7 +39,7 @@ pub fn same_start(a: i64, b: i64) -> bool {
 pub const MAX_PASSES: u32 = 3;
 
 /// The source queue as its broker counted it at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SourceCount {
     /// `MessageCount`: every message of the queue (scheduled, paged and in delivery included).
     pub message_count: i64,

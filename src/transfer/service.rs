@@ -41,7 +41,7 @@ pub struct PreviewRequest {
 }
 
 /// A stored preview.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct StoredPreview {
     /// The Previewed run.
     pub run_id: Uuid,
@@ -276,7 +276,7 @@ async fn preview_checked(
 }
 
 /// A cluster a transfer could go to, as the operator sees the list.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Target {
     /// The registered cluster.
     pub cluster: String,

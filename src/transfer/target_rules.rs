@@ -17,7 +17,7 @@ use super::plan::QueueRef;
 use crate::broker::jolokia::{AddressSettings, FullPolicy, QueueState};
 
 /// How serious a finding of the preview is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// The run will not start.

@@ -12,9 +12,11 @@ use uuid::Uuid;
 use crate::jobs::store::record::RunEvent;
 use crate::jobs::{self, RunId, RunState};
 use crate::transfer::relay::state::{Counters, RelayState};
+use crate::transfer::Mode;
 
 /// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
-#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, utoipa::ToSchema)]
+#[schema(description = "A run as Postgres holds it: a line of the list of runs.")]
 pub struct RunRecord {
     /// The run.
     pub id: Uuid,
@@ -22,6 +24,7 @@ pub struct RunRecord {
     #[sqlx(try_from = "String")]
     pub state: RunState,
     /// `move` or `copy`.
+    #[schema(value_type = Option<Mode>)]
     pub mode: Option<String>,
     /// Source cluster, node, queue.
     pub source_cluster: Option<String>,
@@ -35,10 +38,12 @@ pub struct RunRecord {
     pub target_node: Option<String>,
     /// See `target_cluster`.
     pub target_queue: Option<String>,
-    /// The counters (jsonb).
+    /// The counters (jsonb, written from `Counters`).
+    #[schema(value_type = Counters)]
     pub counters: serde_json::Value,
     /// The relay's bookkeeping (jsonb): internal, not shown in a list.
     #[serde(skip_serializing)]
+    #[schema(ignore)]
     pub relay: serde_json::Value,
     /// Why it stopped.
     pub stop_reason: Option<String>,
@@ -61,7 +66,7 @@ const COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queu
      staging_queue";
 
 /// The pipeline, in messages.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Pipeline {
     /// The selection's size; `None` while it is not known (a filter, until the run ends).
     pub selected: Option<i64>,
@@ -81,9 +86,10 @@ pub struct Pipeline {
 }
 
 /// What a run did on one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NodeOutcome {
     /// `source`, `staging` or `target`.
+    #[schema(value_type = String, example = "source")]
     pub role: &'static str,
     /// `cluster/node/queue`.
     pub at: String,
@@ -92,13 +98,14 @@ pub struct NodeOutcome {
 }
 
 /// A run as shown to operators.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     /// The run.
     pub id: Uuid,
     /// Its state.
     pub state: RunState,
     /// `move` or `copy`.
+    #[schema(value_type = Option<Mode>)]
     pub mode: Option<String>,
     /// `cluster/node/queue` of the source.
     pub from: String,

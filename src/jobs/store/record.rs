@@ -8,11 +8,16 @@ use crate::jobs::error::{DbContext, Error};
 use crate::jobs::model::RunId;
 
 /// One row of `run_event`.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct RunEvent {
+    /// The event's id, increasing (the SSE id of its event).
     pub id: i64,
+    /// When it was written.
     pub at: DateTime<Utc>,
+    /// What happened (`started`, `batch`, `stopped`, …); the SSE event's name.
     pub kind: String,
+    /// The kind's own fields: free-form, each kind has its own.
+    #[schema(value_type = Object)]
     pub detail: serde_json::Value,
 }
 
@@ -110,11 +115,16 @@ pub async fn setting_list(db: impl PgExecutor<'_>) -> Result<Vec<(String, serde_
 }
 
 /// One row of `setting`: a key, its value, who changed it last and when.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct SettingRow {
+    /// The setting (SPEC §8), e.g. `batch_size`.
     pub key: String,
+    /// Its value: a number, a list of names, or null for none.
+    #[schema(schema_with = crate::jobs::settings::value_schema)]
     pub value: serde_json::Value,
+    /// When it was last changed.
     pub updated_at: DateTime<Utc>,
+    /// Who changed it last.
     pub updated_by: String,
 }
 

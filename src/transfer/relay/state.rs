@@ -87,7 +87,7 @@ pub struct RefillIntent {
 
 /// A run's counters (the `counters` column), shown by the run view. Every field counts messages unless named
 /// otherwise.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
 pub struct Counters {
     /// The selection's size when known (ids, whole queue), else `None` until the run ends.

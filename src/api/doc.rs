@@ -1,0 +1,150 @@
+//! The OpenAPI document, generated from the handlers' `#[utoipa::path]` and their types' `ToSchema`: the router
+//! ([`super::routes`]) registers each handler through `utoipa_axum::routes!`, which adds its route and its
+//! operation together, so no route exists without its entry and no entry without its route.
+//!
+//! What every authenticated call has in common comes from one place, [`Common`], because one piece of code
+//! causes it: the [`super::auth::Caller`] extractor (the bearer token, `X-Operator`, 401 and the `no-operator`
+//! 400) and [`ApiError::internal`](super::error::ApiError::internal) (500 and 503). A handler declares what only
+//! it answers.
+
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{Schema, SchemaType, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Required, Response, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
+
+use super::error::ErrorBody;
+
+/// The document's fixed parts; the paths come from the router.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "artemis-transfer",
+        version = "1",
+        description = "Moves or copies selected messages between Apache ActiveMQ Artemis brokers, once, as a \
+            durable run (SPEC §10). Every call under /api/v1 is made by a service with a bearer token \
+            (ARTEMIS_TRANSFER_API_TOKENS on the server) for the operator it names in X-Operator; that operator's \
+            grants decide, as on the command line and the SQL start path, and the audit names them. A cluster or \
+            run the operator may not see answers 404, as one that does not exist. Errors are \
+            {\"error\": <slug>, \"message\": <words>} (plus missing_grant when a grant is missing); the slugs are \
+            listed in the Error schema and each response says which it may carry.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
+    tags(
+        (name = "ops", description = "What a platform asks of the service: liveness, readiness, metrics, this \
+            document. No token."),
+        (name = "clusters", description = "The registered clusters and where a transfer from one could go."),
+        (name = "previews", description = "A preview reads the brokers and stores a Previewed run; nothing moves."),
+        (name = "runs", description = "Runs: list, view, follow, and the operator's actions."),
+        (name = "orphans", description = "Staging queues no run owns."),
+        (name = "settings", description = "The runtime settings (SPEC §8)."),
+    ),
+    components(schemas(ErrorBody))
+)]
+pub struct ApiDoc;
+
+/// The security scheme's name, as the handlers' `security(("bearer" = []))` say it.
+pub const BEARER: &str = "bearer";
+
+/// What every authenticated operation shares, and the answers of a failure of a system: applied to the document
+/// once the router has added the paths (a `modifiers(..)` of [`ApiDoc`] would run before there are any).
+pub struct Common;
+
+impl Modify for Common {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("A service token from ARTEMIS_TRANSFER_API_TOKENS (service=token pairs)."))
+                    .build(),
+            ),
+        );
+        for (name, description) in COMMON_ANSWERS {
+            components.responses.insert(name.to_string(), RefOr::T(error_answer(description)));
+        }
+        for item in openapi.paths.paths.values_mut() {
+            for operation in operations_mut(item) {
+                add_common(operation);
+                body_may_be_left_out(operation);
+            }
+        }
+    }
+}
+
+/// The answers that several operations share, by component name.
+const COMMON_ANSWERS: [(&str, &str); 4] = [
+    ("NoOperator", "No X-Operator, or not a name (no-operator); or a malformed request (invalid-request)"),
+    ("Unauthenticated", "No token, or not a known one (unauthenticated); with WWW-Authenticate: Bearer"),
+    ("Internal", "A failure of ours, logged under the incident id the message gives (internal)"),
+    ("DatabaseUnavailable", "The database is out of reach; retry later (database-unavailable)"),
+];
+
+/// Error answers by status, for an `IntoResponses` shared by several handlers.
+pub fn error_answers(answers: &[(u16, &str)]) -> std::collections::BTreeMap<String, RefOr<Response>> {
+    answers.iter().map(|(status, description)| (status.to_string(), RefOr::T(error_answer(description)))).collect()
+}
+
+/// An error answer with `description`, whose body is [`ErrorBody`].
+fn error_answer(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+        .build()
+}
+
+fn operations_mut(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut Operation> {
+    [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head]
+        .into_iter()
+        .filter_map(Option::as_mut)
+}
+
+/// The caller's parts (token, operator, 400, 401) on an operation that needs a bearer token; the 500 and 503 of
+/// a failure of a system on every operation that says it may fail so (any that reads the database).
+fn add_common(operation: &mut Operation) {
+    let authenticated =
+        operation.security.iter().flatten().any(|s| serde_json::to_value(s).is_ok_and(|v| v.get(BEARER).is_some()));
+    let answers = &mut operation.responses.responses;
+    let mut answer = |status: &str, component: &str| {
+        answers.entry(status.to_string()).or_insert_with(|| RefOr::Ref(Ref::from_response_name(component)));
+    };
+    if authenticated {
+        answer("400", "NoOperator");
+        answer("401", "Unauthenticated");
+        answer("500", "Internal");
+        answer("503", "DatabaseUnavailable");
+        let operator = ParameterBuilder::new()
+            .name("X-Operator")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::True)
+            .description(Some("The operator this call acts for: the grants checked and the name audited."))
+            .schema(Some(
+                utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::String).max_length(Some(200)),
+            ))
+            .build();
+        operation.parameters.get_or_insert_with(Vec::new).push(operator);
+    }
+}
+
+/// An optional body (`request_body(content = Option<T>)`) may be left out; it is never JSON `null`, which utoipa
+/// adds to its schema (`oneOf: [null, T]`) and the handler refuses as not the call's JSON.
+fn body_may_be_left_out(operation: &mut Operation) {
+    let Some(body) = operation.request_body.as_mut() else { return };
+    if body.required == Some(Required::True) {
+        return;
+    }
+    body.required = Some(Required::False);
+    for content in body.content.values_mut() {
+        if let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema {
+            if let [only] = one_of.items.iter().filter(|s| !is_null(s)).collect::<Vec<_>>().as_slice() {
+                content.schema = Some((*only).clone());
+            }
+        }
+    }
+}
+
+fn is_null(schema: &RefOr<Schema>) -> bool {
+    matches!(schema, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null))
+}

@@ -1,0 +1,272 @@
+//! The router and its OpenAPI document agree, both ways, checked without a network or a database: the router is
+//! built over a pool that is never reached (a request that needs it answers 503), and asked in memory.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use axum::Router;
+use serde_json::Value;
+use tower::ServiceExt as _;
+
+use super::{document, router, ApiState, ServiceTokens};
+
+/// The methods a route could be served on (HEAD is GET's, OPTIONS and the rest are never routed here).
+const METHODS: [Method; 5] = [Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::PATCH];
+
+/// A state whose database is never reached: connecting fails at once (nothing listens on port 9).
+fn unreachable_state() -> ApiState {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_millis(500))
+        .connect_lazy("postgres://nobody@127.0.0.1:9/none")
+        .expect("a lazy pool");
+    ApiState {
+        pool,
+        tokens: Arc::new(ServiceTokens::parse("test=0123456789abcdef0123456789abcdef").expect("a token")),
+        max_attempts: 1,
+        preview_valid_for: Duration::from_secs(60),
+        events_every: Duration::from_millis(50),
+    }
+}
+
+fn generated() -> Value {
+    serde_json::to_value(document()).expect("the document serialises")
+}
+
+/// Every (method, path) of the document.
+fn documented(doc: &Value) -> BTreeSet<(Method, String)> {
+    let mut operations = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("a path item").keys() {
+            let method = method.to_uppercase().parse().unwrap_or_else(|_| panic!("{path}: {method} is no method"));
+            operations.insert((method, path.clone()));
+        }
+    }
+    operations
+}
+
+/// The paths the router routes, read from its `Debug` form (axum has no other way to list them): the quoted
+/// paths of its path router's node, which lists every route once, nested ones with their prefix.
+fn routed_paths(router: &Router) -> BTreeSet<String> {
+    let debug = format!("{router:?}");
+    let start = debug.find("node: Node { paths:").expect("axum's Router Debug names its node's paths");
+    let end = debug[start..].find("fallback_router:").map_or(debug.len(), |e| start + e);
+    let paths: BTreeSet<String> = debug[start..end]
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|p| p.starts_with('/') && !p.contains("__private__"))
+        .map(str::to_string)
+        .collect();
+    assert!(paths.len() > 4, "no routes read from the router's Debug form: {debug}");
+    paths
+}
+
+/// `path` with a value for each parameter.
+fn concrete(path: &str) -> String {
+    path.replace("{run}", "00000000-0000-4000-8000-000000000000")
+        .replace("{cluster}", "east")
+        .replace("{key}", "batch_size")
+}
+
+/// The status and error slug (if any) `router` answers `method path` with, without a token.
+async fn answer(router: &Router, method: &Method, path: &str) -> (StatusCode, Option<String>) {
+    let request = Request::builder().method(method).uri(concrete(path)).body(Body::empty()).expect("a request");
+    let response = router.clone().oneshot(request).await.expect("an answer");
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap_or_default();
+    let slug = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v["error"].as_str().map(str::to_string));
+    (status, slug)
+}
+
+#[tokio::test]
+async fn every_routed_path_is_documented_and_every_documented_path_is_routed() {
+    let routed = routed_paths(&router(unreachable_state()));
+    let documented: BTreeSet<String> = documented(&generated()).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(routed.difference(&documented).collect::<Vec<_>>(), Vec::<&String>::new(), "routed, undocumented");
+    assert_eq!(documented.difference(&routed).collect::<Vec<_>>(), Vec::<&String>::new(), "documented, unrouted");
+}
+
+#[tokio::test]
+async fn every_documented_operation_reaches_a_handler_and_no_other_method_is_served() {
+    let router = router(unreachable_state());
+    let operations = documented(&generated());
+    let paths: BTreeSet<&String> = operations.iter().map(|(_, p)| p).collect();
+    for path in paths {
+        for method in &METHODS {
+            let (status, slug) = answer(&router, method, path).await;
+            if operations.contains(&(method.clone(), path.clone())) {
+                // The handler (or its extractors) answered: not the fallback's 404, not a 405.
+                assert_ne!(slug.as_deref(), Some("no-such-route"), "{method} {path} is documented, not routed");
+                assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path} is documented, not routed");
+                if path.starts_with("/api/v1") {
+                    assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path} without a token");
+                }
+            } else {
+                assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path} is served, not documented");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_served_document_is_the_generated_one() {
+    let router = router(unreachable_state());
+    let request = Request::builder().uri("/openapi.json").body(Body::empty()).expect("a request");
+    let response = router.oneshot(request).await.expect("an answer");
+    assert_eq!(response.status(), StatusCode::OK);
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 22).await.expect("a body");
+    let served: Value = serde_json::from_slice(&bytes).expect("JSON");
+    assert_eq!(served, generated());
+    assert_eq!(served["openapi"], "3.1.0");
+}
+
+/// The statuses an operation declares.
+fn statuses(operation: &Value) -> Vec<u16> {
+    let responses = operation["responses"].as_object().expect("responses");
+    responses.keys().map(|s| s.parse().unwrap_or_else(|_| panic!("status {s}"))).collect()
+}
+
+#[test]
+fn every_operation_is_named_and_declares_its_failures() {
+    let doc = generated();
+    let mut ids = BTreeSet::new();
+    for (method, path) in documented(&doc) {
+        let operation = &doc["paths"][&path][method.as_str().to_lowercase()];
+        let id = operation["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));
+        assert!(ids.insert(id.to_string()), "{method} {path}: operationId {id} twice");
+        assert!(operation["tags"].as_array().is_some_and(|t| !t.is_empty()), "{method} {path}: no tag");
+        let statuses = statuses(operation);
+        assert!(statuses.iter().any(|s| (200..300).contains(s)), "{method} {path}: no success");
+        // /health and /openapi.json answer only 200, /ready its own 503: what a platform polls has no 4xx.
+        if path.starts_with("/api/v1") {
+            assert!(statuses.iter().any(|s| (400..500).contains(s)), "{method} {path}: no 4xx");
+            assert!(statuses.iter().any(|s| *s >= 500), "{method} {path}: no 5xx");
+            assert!(operation["security"].to_string().contains("bearer"), "{method} {path}: no bearer");
+        }
+    }
+}
+
+/// Where `schema` (followed through `$ref`s to `components`, and into its parts) is an object that says nothing
+/// of its shape without saying it is free-form.
+fn bare_objects(doc: &Value, schema: &Value, at: &str, seen: &mut BTreeSet<String>, found: &mut Vec<String>) {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.rsplit('/').next().unwrap_or_default().to_string();
+        if seen.insert(name.clone()) {
+            bare_objects(doc, &doc["components"]["schemas"][&name], &name, seen, found);
+        }
+        return;
+    }
+    let is_object =
+        schema["type"] == "object" || schema["type"].as_array().is_some_and(|t| t.contains(&"object".into()));
+    let described =
+        ["properties", "additionalProperties", "oneOf", "allOf", "anyOf"].iter().any(|k| schema.get(k).is_some());
+    let free_form = schema["description"].as_str().is_some_and(|d| d.contains("free-form"));
+    if is_object && !described && !free_form {
+        found.push(at.to_string());
+    }
+    for key in ["oneOf", "allOf", "anyOf"] {
+        for (i, part) in schema[key].as_array().into_iter().flatten().enumerate() {
+            bare_objects(doc, part, &format!("{at}.{key}[{i}]"), seen, found);
+        }
+    }
+    for (name, part) in schema["properties"].as_object().into_iter().flatten() {
+        bare_objects(doc, part, &format!("{at}.{name}"), seen, found);
+    }
+    for key in ["items", "additionalProperties"] {
+        if schema[key].is_object() {
+            bare_objects(doc, &schema[key], &format!("{at}.{key}"), seen, found);
+        }
+    }
+}
+
+#[test]
+fn no_body_is_an_object_of_unknown_shape() {
+    let doc = generated();
+    let (mut seen, mut found) = (BTreeSet::new(), Vec::new());
+    for (method, path) in documented(&doc) {
+        let operation = &doc["paths"][&path][method.as_str().to_lowercase()];
+        let bodies = operation["requestBody"]["content"].as_object().into_iter().flatten();
+        let answers = operation["responses"].as_object().into_iter().flatten().flat_map(|(_, r)| {
+            let r = match r["$ref"].as_str() {
+                Some(name) => &doc["components"]["responses"][name.rsplit('/').next().unwrap_or_default()],
+                None => r,
+            };
+            r["content"].as_object().into_iter().flatten()
+        });
+        for (content_type, content) in bodies.chain(answers) {
+            let at = format!("{method} {path} {content_type}");
+            bare_objects(&doc, &content["schema"], &at, &mut seen, &mut found);
+        }
+    }
+    assert!(found.is_empty(), "objects of unknown shape: {found:#?}");
+}
+
+/// The operation `id` of the document.
+fn operation<'d>(doc: &'d Value, id: &str) -> &'d Value {
+    let items = doc["paths"].as_object().expect("paths").values();
+    let mut operations = items.flat_map(|item| item.as_object().expect("a path item").values());
+    operations.find(|o| o["operationId"] == id).unwrap_or_else(|| panic!("no operation {id}"))
+}
+
+/// What the hand-written document said wrongly (issue 16) is now said as the code does it.
+#[test]
+fn the_document_says_what_the_code_does() {
+    let doc = generated();
+    for id in ["stopRun", "returnRun"] {
+        assert_eq!(operation(&doc, id)["requestBody"]["required"], false, "{id}: its body may be left out");
+    }
+    let orphan_body = &doc["components"]["schemas"]["ReturnOrphanBody"];
+    assert!(!orphan_body["required"].as_array().expect("required").contains(&"confirm".into()), "{orphan_body}");
+    let created = &operation(&doc, "createPreview")["responses"]["201"];
+    assert!(created["headers"]["Location"].is_object(), "{created}");
+    for id in ["createPreview", "returnOrphan"] {
+        assert!(operation(&doc, id)["responses"]["502"].is_object(), "{id}: a broker that cannot be asked");
+    }
+    for (id, declared) in [
+        ("getRun", &[200, 400, 401, 404, 500, 503][..]),
+        ("executeRun", &[202, 400, 401, 403, 404, 409, 422, 500, 503]),
+        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 500, 503]),
+        ("followRun", &[200, 400, 401, 404, 500, 503]),
+    ] {
+        assert_eq!(statuses(operation(&doc, id)), declared.to_vec(), "{id}");
+    }
+}
+
+/// Every string under `key` anywhere in `value` (`$ref`s, descriptions).
+fn strings_at<'v>(value: &'v Value, key: &str, found: &mut Vec<&'v str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(text)) = map.get(key) {
+                found.push(text);
+            }
+            map.values().for_each(|v| strings_at(v, key, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| strings_at(v, key, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_reference_resolves() {
+    let doc = generated();
+    let mut found = Vec::new();
+    strings_at(&doc, "$ref", &mut found);
+    assert!(!found.is_empty());
+    for reference in found {
+        let pointer = reference.strip_prefix('#').unwrap_or_else(|| panic!("{reference} is not local"));
+        assert!(doc.pointer(pointer).is_some(), "{reference} points at nothing");
+    }
+}
+
+/// The descriptions come from doc comments; a rustdoc link (`[`Type`]`) there means nothing to a caller.
+#[test]
+fn no_description_carries_a_rustdoc_link() {
+    let doc = generated();
+    let mut found = Vec::new();
+    strings_at(&doc, "description", &mut found);
+    let links: Vec<&str> = found.into_iter().filter(|d| d.contains("[`")).collect();
+    assert!(links.is_empty(), "rustdoc links in the document: {links:#?}");
+}
