@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 
 use super::error::{ApiError, ErrorBody};
 use super::ApiState;
+use crate::jobs::store::metrics;
 use crate::jobs::{JobState, RunState};
 
 /// The OpenAPI document, as JSON: made once, from the router's routes (see [`super::doc`]).
@@ -100,22 +101,11 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
     ))]
 pub async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError> {
     let pool = &state.pool;
-    let runs: Vec<(String, i64)> =
-        sqlx::query_as("SELECT state, count(*) FROM transfer_run GROUP BY state").fetch_all(pool).await?;
-    let jobs: Vec<(String, i64)> =
-        sqlx::query_as("SELECT state, count(*) FROM job GROUP BY state").fetch_all(pool).await?;
-    let slots: i64 = sqlx::query_scalar("SELECT count(*) FROM run_slot").fetch_one(pool).await?;
+    let runs = metrics::metrics_runs_by_state(pool).await?;
+    let jobs = metrics::metrics_jobs_by_state(pool).await?;
+    let slots = metrics::metrics_slots_taken(pool).await?;
     let limit = crate::jobs::settings::load(pool).await?.concurrent_runs;
-    let live: (i64, i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT coalesce(sum((counters->>'staged')::bigint), 0)::bigint, \
-                coalesce(sum((counters->>'delivered')::bigint), 0)::bigint, \
-                coalesce(sum((counters->>'delivered_bytes')::bigint), 0)::bigint, \
-                coalesce(sum((counters->>'dead_lettered')::bigint), 0)::bigint, \
-                coalesce(sum((counters->>'returned')::bigint), 0)::bigint \
-         FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning')",
-    )
-    .fetch_one(pool)
-    .await?;
+    let live = metrics::metrics_live_messages(pool).await?;
 
     let mut out = String::new();
     let count = |rows: &[(String, i64)], state: &str| rows.iter().find(|(s, _)| s == state).map_or(0, |(_, n)| *n);
@@ -132,11 +122,17 @@ pub async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError
     gauge(&mut out, "artemis_transfer_run_slots_limit", "The concurrent runs setting.");
     let _ = writeln!(out, "artemis_transfer_run_slots_limit {limit}");
     gauge(&mut out, "artemis_transfer_live_run_messages", "Messages of the runs not yet ended, by outcome so far.");
-    for (outcome, n) in [("staged", live.0), ("delivered", live.1), ("dead_lettered", live.3), ("returned", live.4)] {
+    let outcomes = [
+        ("staged", live.staged),
+        ("delivered", live.delivered),
+        ("dead_lettered", live.dead_lettered),
+        ("returned", live.returned),
+    ];
+    for (outcome, n) in outcomes {
         let _ = writeln!(out, "artemis_transfer_live_run_messages{{outcome=\"{outcome}\"}} {n}");
     }
     gauge(&mut out, "artemis_transfer_live_run_delivered_bytes", "Body bytes delivered by the runs not yet ended.");
-    let _ = writeln!(out, "artemis_transfer_live_run_delivered_bytes {}", live.2);
+    let _ = writeln!(out, "artemis_transfer_live_run_delivered_bytes {}", live.delivered_bytes);
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out).into_response())
 }
 

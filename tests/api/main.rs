@@ -214,6 +214,8 @@ async fn the_door_needs_a_token_and_an_operator_and_every_documented_path_is_rou
     let metrics = client.get(format!("{}/metrics", api.base)).send().await.unwrap().text().await.unwrap();
     assert!(metrics.contains("artemis_transfer_runs{state=\"running\"} 0"), "{metrics}");
     assert!(metrics.contains("artemis_transfer_run_slots_limit 4"), "{metrics}");
+    // No run holds a slot: the slot table is filled in advance, so its rows are not the slots taken.
+    assert!(metrics.contains("artemis_transfer_run_slots_taken 0\n"), "{metrics}");
 
     // Every path and method of the document is routed: without a token, /api/v1 answers 401 (not the 404 of an
     // unknown path), with the Bearer challenge.

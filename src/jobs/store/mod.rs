@@ -6,6 +6,7 @@
 //! ([`crate::jobs::lease`]). Nothing here decides policy.
 
 pub mod job;
+pub mod metrics;
 pub mod prune;
 pub mod record;
 pub mod run;
