@@ -11,7 +11,7 @@ use serde_json::json;
 use super::queues::source_queue_mbean;
 use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
-use super::run::load;
+use super::run::{load, load_settings};
 use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
 use super::state::{self, TransferRun};
@@ -51,9 +51,7 @@ pub(crate) fn selected_for_not_taken<'a>(run: &'a TransferRun, effective: &'a st
 /// do not prove sends the run back to refilling, a bounded number of times.
 pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
-    let settings = crate::jobs::settings::load(&ctx.pool)
-        .await
-        .map_err(|e| RelayError::transient_in(Code::Database, "settings", e))?;
+    let settings = load_settings(ctx).await?;
     let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
     let staging_queue = run.staging_queue.clone().unwrap_or_else(|| staging::staging_queue_name(run.id));
     let spec = StagingSpec { name: staging_queue.clone(), batch_size: settings.batch_size };
@@ -235,9 +233,7 @@ pub async fn return_to_source(
     config: &RelayConfig,
 ) -> Result<Outcome, RelayError> {
     let mut run = load(ctx).await?;
-    let settings = crate::jobs::settings::load(&ctx.pool)
-        .await
-        .map_err(|e| RelayError::transient_in(Code::Database, "settings", e))?;
+    let settings = load_settings(ctx).await?;
     {
         let mut tx = ctx.lease.begin().await?;
         state::set_active_state(tx.conn(), run.id, RunState::Returning).await?;
