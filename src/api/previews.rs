@@ -14,6 +14,7 @@ use super::ApiState;
 use crate::jobs::settings;
 use crate::registry::{store, ClusterNode};
 use crate::transfer::permissions;
+use crate::transfer::retry::preview_retry_and_store;
 use crate::transfer::service::{preview_and_store, targets_for, PreviewRequest, StoredPreview, Target};
 use crate::transfer::{Mode, PreviewSettings, QueueRef, Selection};
 
@@ -90,8 +91,13 @@ pub struct PreviewBody {
     pub mode: Mode,
     /// `{cluster, node, queue}` of the source.
     pub source: QueueRef,
-    /// `{cluster, node, queue}` of the target.
-    pub target: QueueRef,
+    /// `{cluster, node, queue}` of the target; absent for a retry to the original queues.
+    #[serde(default)]
+    pub target: Option<QueueRef>,
+    /// A retry from a dead-letter queue: each selected message goes back to the queue it was dead-lettered or
+    /// expired from (`_AMQ_ORIG_QUEUE`), on the source's node; a move, without a `target`.
+    #[serde(default)]
+    pub to_original_queues: bool,
     /// `{"kind": "all"}`, `{"kind": "filter", "value": "<selector>"}` or `{"kind": "ids", "value": [..]}`.
     pub selection: Selection,
 }
@@ -134,14 +140,37 @@ pub async fn preview(
         capacity_threshold_pct: i64::from(current.capacity_threshold_pct),
         safety_cap: i64::try_from(current.safety_cap).unwrap_or(i64::MAX),
     };
+    let target = match (body.target, body.to_original_queues, body.mode) {
+        (Some(target), false, _) => target,
+        (None, true, Mode::Move) => body.source.clone(),
+        (None, false, _) => {
+            return Err(ApiError::bad_request(
+                "invalid-request",
+                "say where the messages go: a `target`, or `to_original_queues`",
+            ))
+        }
+        (Some(_), true, _) => {
+            return Err(ApiError::bad_request("invalid-request", "a `target` or `to_original_queues`, not both"))
+        }
+        (None, true, Mode::Copy) => {
+            return Err(ApiError::bad_request(
+                "invalid-request",
+                "a retry to the original queues is a move, not a copy",
+            ))
+        }
+    };
     let request = PreviewRequest {
         mode: body.mode,
         source: body.source,
-        target: body.target,
+        target,
         selection: body.selection,
         operator: caller.operator,
     };
-    let stored = preview_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?;
+    let stored = if body.to_original_queues {
+        preview_retry_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?
+    } else {
+        preview_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?
+    };
     let location = format!("/api/v1/runs/{}", stored.run_id);
     let answer = PreviewAnswer { can_start: stored.preview.can_start(), stored };
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())

@@ -534,3 +534,72 @@ async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
     assert_eq!((batch["value"].clone(), batch["updated_by"].clone()), (json!(150), json!(OPERATOR)));
     api.assert_no_secret();
 }
+
+/// A retry from a dead-letter queue driven only through the API: a preview without a target, `to_original_queues`,
+/// executed; every message back on its own queue once. And the calls that cannot mean a retry are refused.
+#[tokio::test]
+async fn a_retry_to_the_original_queues_is_previewed_and_run_through_the_api() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let j = testbed::jolokia::Jolokia::new(east);
+    // `source_and_target` gives a queue of 40 messages on east-1; its messages are dead-lettered into a queue of
+    // the test's own on the same node.
+    let (original, unused, ids) = source_and_target("api_retry", 40).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&unused).await;
+    let dlq = testbed::unique_name("api_retry_dlq");
+    support::create_queue(east, &dlq).await;
+    j.add_address_settings(&original, &json!({ "deadLetterAddress": dlq }).to_string()).await.unwrap();
+    let moved = j
+        .exec(&j.queue_mbean(&original, &original), "sendMessagesToDeadLetterAddress(java.lang.String)", json!([""]))
+        .await
+        .unwrap();
+    assert_eq!(moved, json!(40));
+
+    let mut world = World::new("api_retry", &[("batch_size", json!(15))]).await;
+    let api = Api::start(&world).await;
+    world.spawn_worker("w1", &[]).await;
+    let source = json!({ "cluster": "east", "node": "east-1", "queue": dlq });
+    let body = json!({ "source": source, "to_original_queues": true, "selection": { "kind": "all" } });
+    for (bad, why) in [
+        (json!({ "source": source, "selection": { "kind": "all" } }), "nowhere to go"),
+        (
+            json!({ "source": source, "target": source, "to_original_queues": true, "selection": { "kind": "all" } }),
+            "both",
+        ),
+        (
+            json!({ "mode": "copy", "source": source, "to_original_queues": true, "selection": { "kind": "all" } }),
+            "a copy",
+        ),
+    ] {
+        let (status, answer) = api.post("/api/v1/previews", OPERATOR, bad).await;
+        assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{why}: {answer}");
+    }
+
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    assert_eq!(stored["can_start"], json!(true), "{stored:#}");
+    assert_eq!(stored["plan"]["destination"]["kind"], json!("original_queues"), "{stored:#}");
+    assert_eq!(stored["plan"]["destination"]["queues"][0]["queue"], json!(original), "{stored:#}");
+    assert_eq!(stored["preview"]["selection_size"], json!(40), "{stored:#}");
+    let run: Uuid = stored["run_id"].as_str().unwrap().parse().unwrap();
+    let execute = json!({
+        "plan_hash": stored["plan_hash"],
+        "acknowledged": acks(&stored),
+        "confirm": dlq,
+        "override_cap": true,
+    });
+    let (status, answer) = api.post(&format!("/api/v1/runs/{run}/execute"), OPERATOR, execute).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let (state, counters) = world.wait_run(run, &["succeeded", "partial", "failed"], Duration::from_secs(120)).await;
+    assert_eq!(state, "succeeded", "{counters:?}");
+    let (_, view) = api.get(&format!("/api/v1/runs/{run}"), OPERATOR).await;
+    assert!(view["to"].as_str().unwrap_or_default().contains(&original), "the run says where it went: {view:#}");
+
+    let back = census(east, &original).await;
+    let left = census(east, &dlq).await;
+    assert_exactly_once(&ids, &back, &[&left]);
+    assert_accounting(&counters, &Census::moved(&ids, &back, &left));
+    let _ = j.remove_address_settings(&original).await;
+    let _ = j.destroy_queue(&original).await;
+    let _ = j.destroy_queue(&dlq).await;
+}

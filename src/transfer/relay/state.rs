@@ -48,6 +48,10 @@ pub struct RelayState {
     /// Where the batch in doubt began in its target address's count of sent duplicate ids (ADR 0010); kept
     /// while `in_doubt` holds ids, so other runs into the address leave those ids in the target's cache.
     pub window: Option<super::window::WindowMark>,
+    /// A move on one node by a filter or the whole queue: how many of the plan's destinations (`Plan::destinations`:
+    /// the target, or a retry's original queues) its chunks have emptied of the selection; the next chunk moves
+    /// into the one at this index.
+    pub destination_next: usize,
     /// A copy: the job and attempt that last recorded copied messages in the ledger. A slice is one job for many
     /// batches, so a later attempt of the same job after such progress hands over to a fresh job (copy.rs).
     pub progressed_in: Option<JobAttempt>,
@@ -389,6 +393,7 @@ mod tests {
                 start: 400,
                 target_started: Some(1_700_000_000_000),
             }),
+            destination_next: 1,
             progressed_in: Some(JobAttempt { job: 12, attempt: 2 }),
         };
         let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();
