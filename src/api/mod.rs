@@ -10,6 +10,7 @@
 //! `/health` (the process answers), `/ready` (the database answers and its schema is this build's) and
 //! `/metrics` (Prometheus) need no token: they say nothing about any message or operator.
 
+mod audit;
 pub mod auth;
 pub mod doc;
 pub mod error;
@@ -61,6 +62,9 @@ fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(runs::stop))
         .routes(routes!(runs::resume))
         .routes(routes!(runs::return_to_source))
+        .routes(routes!(audit::run_audit))
+        .routes(routes!(audit::cluster_audit))
+        .routes(routes!(audit::me))
         .routes(routes!(orphans::list))
         .routes(routes!(orphans::return_orphan))
         .routes(routes!(settings::show))

@@ -29,12 +29,12 @@ use crate::transfer::actions::{self, Confirmation, RETURN_WARNING};
 use crate::transfer::view::{self, LinesQuery, RunRecord};
 
 /// A path's run id, refused in words when it is not a UUID.
-fn run_id(text: &str) -> Result<Uuid, ApiError> {
+pub(super) fn run_id(text: &str) -> Result<Uuid, ApiError> {
     text.parse().map_err(|_| ApiError::bad_request("invalid-run-id", format!("{text:?} is not a run id (a UUID)")))
 }
 
 /// 404 unless `run` exists and the operator may see both its clusters.
-async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result<(), ApiError> {
+pub(super) async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result<(), ApiError> {
     if view::visible(&state.pool, run, &caller.operator).await? {
         Ok(())
     } else {

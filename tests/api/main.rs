@@ -603,3 +603,58 @@ async fn a_retry_to_the_original_queues_is_previewed_and_run_through_the_api() {
     let _ = j.destroy_queue(&original).await;
     let _ = j.destroy_queue(&dlq).await;
 }
+
+/// `/me` names the caller and its grants; a run's audit trail shows its preview and each execute attempt, and a
+/// cluster's trail pages newest first; neither carries the plan hash; an operator who may not see them gets 404.
+#[tokio::test]
+async fn the_caller_sees_its_grants_and_the_audit_trails_without_the_plan_hash() {
+    let (source, target, _) = source_and_target("api_audit", 3).await;
+    let world = World::new("api_audit", &[]).await;
+    let api = Api::start(&world).await;
+
+    let (status, me) = api.get("/api/v1/me", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["operator"], json!(OPERATOR));
+    assert!(me["service"].as_str().is_some_and(|s| !s.is_empty()), "{me}");
+    assert!(!me["grants"].as_array().unwrap().is_empty(), "the test operator holds grants: {me}");
+    let (_, nobody) = api.get("/api/v1/me", "nobody").await;
+    assert_eq!(nobody["grants"], json!([]), "{nobody}");
+
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    let run = stored["run_id"].as_str().unwrap().to_string();
+    let hash = stored["plan_hash"].as_str().unwrap().to_string();
+    let wrong = json!({ "plan_hash": "0".repeat(32), "acknowledged": acks(&stored), "override_cap": true });
+    let (status, _) = api.post(&format!("/api/v1/runs/{run}/execute"), OPERATOR, wrong).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (status, trail) = api.get(&format!("/api/v1/runs/{run}/audit"), OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{trail}");
+    let seen: Vec<(String, String)> = trail["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["action"].as_str().unwrap().into(), e["outcome"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(seen, [("preview".into(), "ok".into()), ("execute".into(), "refused".into())], "{trail:#}");
+    assert!(!trail.to_string().contains(&hash), "the audit trail tells the hash to echo: {trail:#}");
+
+    let (status, page) = api.get("/api/v1/clusters/east/audit?limit=1", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["entries"].as_array().unwrap().len(), 1, "{page}");
+    let before = page["next_before"].as_i64().expect("a next page");
+    let (_, older) = api.get(&format!("/api/v1/clusters/east/audit?limit=500&before={before}"), OPERATOR).await;
+    assert!(older["entries"].as_array().unwrap().iter().all(|e| e["id"].as_i64().unwrap() < before), "{older}");
+    assert!(older.get("next_before").is_none(), "the last page: {older}");
+    assert!(!older.to_string().contains(&hash), "{older:#}");
+    let (status, _) = api.get("/api/v1/clusters/east/audit?limit=0", OPERATOR).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    for path in [format!("/api/v1/runs/{run}/audit"), "/api/v1/clusters/east/audit".into()] {
+        let (status, answer) = api.get(&path, "nobody").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
+    }
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
