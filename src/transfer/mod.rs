@@ -16,6 +16,7 @@ pub mod proof;
 pub mod relay;
 pub mod service;
 pub mod staging;
+pub mod store;
 pub mod target_rules;
 pub mod view;
 
