@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::jobs::RunState;
 use crate::transfer::plan::Plan;
-use crate::transfer::store::relay;
+use crate::transfer::store::relay as relay_store;
 
 /// The relay's cursor (the `relay` column).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -184,8 +184,8 @@ pub struct TransferRun {
     pub counters: Counters,
     /// The staging queue, once prepared.
     pub staging_queue: Option<String>,
-    /// The run's state as text.
-    pub state: String,
+    /// The run's state when the job read it.
+    pub state: RunState,
     /// Whether the preview found the target queue missing, to be created by the run.
     pub create_target: bool,
     /// Whether the preview found the source paging (`source-paged`): a filtered refill then makes the broker read
@@ -220,7 +220,7 @@ pub enum StateError {
 
 /// Reads the run `id` as a move (inside a fenced transaction, or on the pool for a first look).
 pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<TransferRun, StateError> {
-    let row = relay::relay_run_load(conn, id).await?;
+    let row = relay_store::relay_run_load(conn, id).await?;
     let plan = row.plan.ok_or(StateError::NoPlan(row.id))?;
     let plan: Plan = serde_json::from_value(plan).map_err(|source| StateError::Decode { column: "plan", source })?;
     let relay = serde_json::from_value(row.relay).map_err(|source| StateError::Decode { column: "relay", source })?;
@@ -263,19 +263,19 @@ pub async fn save(
     relay: &RelayState,
     counters: &Counters,
 ) -> Result<(), sqlx::Error> {
-    relay::relay_run_save(conn, id, relay, counters).await
+    relay_store::relay_run_save(conn, id, relay, counters).await
 }
 
 /// Records the staging queue's name on the run (fenced).
 pub async fn set_staging(conn: &mut PgConnection, id: Uuid, staging: &str) -> Result<(), sqlx::Error> {
-    relay::relay_run_set_staging(conn, id, staging).await
+    relay_store::relay_run_set_staging(conn, id, staging).await
 }
 
 /// Sets the state of a run that holds its slot: `running` or `waiting` (for room on the target). A run in any
 /// other state is left alone.
 pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: RunState) -> Result<(), sqlx::Error> {
     debug_assert!(matches!(state, RunState::Running | RunState::Waiting | RunState::Returning));
-    relay::relay_run_set_active_state(conn, id, state).await
+    relay_store::relay_run_set_active_state(conn, id, state).await
 }
 
 /// Records an event on the run (inside the caller's transaction).
@@ -285,7 +285,7 @@ pub async fn event(
     kind: &str,
     detail: serde_json::Value,
 ) -> Result<(), sqlx::Error> {
-    relay::relay_event_insert(conn, id, kind, &detail).await
+    relay_store::relay_event_insert(conn, id, kind, &detail).await
 }
 
 #[cfg(test)]

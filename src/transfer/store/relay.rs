@@ -13,8 +13,9 @@ use crate::transfer::relay::state::{Counters, RelayState};
 pub struct RelayRunRow {
     /// The run.
     pub id: Uuid,
-    /// Its state, as stored.
-    pub state: String,
+    /// Its state.
+    #[sqlx(try_from = "String")]
+    pub state: RunState,
     /// Its plan (none on a run not made by a preview).
     pub plan: Option<serde_json::Value>,
     /// The relay's cursor.
