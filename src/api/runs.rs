@@ -26,6 +26,7 @@ use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, Confirmation, RETURN_WARNING};
+use crate::transfer::store::view::{run_events_after, EventCursor};
 use crate::transfer::view::{self, LinesQuery, RunRecord};
 
 /// A path's run id, refused in words when it is not a UUID.
@@ -95,7 +96,9 @@ pub async fn list(
             ApiError::bad_request("invalid-request", format!("{s:?} is not a run state; states: {}", known.join(", ")))
         })?;
     }
-    let query = LinesQuery { limit, state: q.state, visible_to: Some(caller.operator), before: q.before };
+    // Checked above: a state that does not parse was refused.
+    let state_wanted = q.state.as_deref().and_then(|s| s.parse::<RunState>().ok());
+    let query = LinesQuery { limit, state: state_wanted, visible_to: Some(caller.operator), before: q.before };
     let runs = view::lines(&state.pool, &query).await?;
     Ok(Json(Runs { runs }))
 }
@@ -462,20 +465,9 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     c.recent.retain(|(_, at)| at.elapsed().as_secs() < 2 * LATE_WINDOW_SECS as u64);
     let recent: Vec<i64> = c.recent.iter().map(|(id, _)| *id).collect();
     // New rows in order, and rows below the highest sent that committed late (never sent twice).
-    let rows: Result<Vec<crate::jobs::store::record::RunEvent>, sqlx::Error> = sqlx::query_as(
-        "(SELECT id, at, kind, detail FROM run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT 500) \
-         UNION ALL \
-         (SELECT id, at, kind, detail FROM run_event WHERE run_id = $1 AND id <= $2 AND id > $3 \
-          AND at > now() - make_interval(secs => $4) AND NOT (id = ANY($5)) ORDER BY id) \
-         ORDER BY id",
-    )
-    .bind(c.run)
-    .bind(c.after)
-    .bind(c.floor)
-    .bind(LATE_WINDOW_SECS as f64)
-    .bind(&recent)
-    .fetch_all(pool)
-    .await;
+    let cursor =
+        EventCursor { after: c.after, floor: c.floor, late_window_secs: LATE_WINDOW_SECS as f64, recent: &recent };
+    let rows = run_events_after(pool, c.run, cursor).await;
     let line = view::line(pool, c.run).await;
     let (rows, line) = match (rows, line) {
         (Ok(rows), Ok(Some(line))) => (rows, line),

@@ -17,6 +17,7 @@ pub mod relay;
 pub mod retry;
 pub mod service;
 pub mod staging;
+pub mod store;
 pub mod target_rules;
 pub mod view;
 

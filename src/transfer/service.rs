@@ -24,6 +24,7 @@ use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
 use crate::registry::live::{limited, live_endpoint_limited, management};
 use crate::registry::{store, ClusterNode, Credentials, RegistryError};
+use crate::transfer::store::preview::{self as preview_store, PreviewedRun};
 
 /// What the operator asked to preview.
 #[derive(Debug, Clone)]
@@ -123,24 +124,8 @@ fn core_host_port(url: &str) -> String {
 
 /// Active runs on the plan's queues, from Postgres.
 pub(crate) async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFacts {
-    let active = |q: &QueueRef| {
-        sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning') \
-             AND source_cluster = $1 AND source_node = $2 AND source_queue = $3)",
-        )
-        .bind(q.cluster.clone())
-        .bind(q.node.clone())
-        .bind(q.queue.clone())
-        .fetch_one(pool)
-    };
-    let into_address = sqlx::query_scalar::<_, i64>(
-        "SELECT count(*) FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning') \
-         AND target_cluster = $1 AND target_node = $2 AND coalesce(plan->'target'->>'address', target_queue) = $3",
-    )
-    .bind(target.cluster.clone())
-    .bind(target.node.clone())
-    .bind(target.address().to_string())
-    .fetch_one(pool);
+    let active = |q| preview_store::run_active_on_queue(pool, q);
+    let into_address = preview_store::run_count_into_address(pool, target);
     let (s, t, a) = tokio::join!(active(source), active(target), into_address);
     RunFacts { source_has_active_run: s.ok(), target_is_source_of_active_run: t.ok(), runs_into_target_address: a.ok() }
 }
@@ -271,29 +256,8 @@ pub(crate) async fn store_preview(
     let run_id = Uuid::new_v4();
     let plan_hash = plan.hash();
     let expires_at = Utc::now() + chrono::Duration::from_std(valid_for).unwrap_or(chrono::Duration::minutes(10));
-    sqlx::query(
-        "INSERT INTO transfer_run (id, state, started_by, mode, source_cluster, source_node, source_queue, \
-         target_cluster, target_node, target_queue, plan, plan_hash, preview, preview_expires_at) \
-         VALUES ($1, 'previewed', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-    )
-    .bind(run_id)
-    .bind(operator)
-    .bind(match plan.mode {
-        Mode::Move => "move",
-        Mode::Copy => "copy",
-    })
-    .bind(&plan.source.cluster)
-    .bind(&plan.source.node)
-    .bind(&plan.source.queue)
-    .bind(&plan.target.cluster)
-    .bind(&plan.target.node)
-    .bind(plan.target_queue_words())
-    .bind(serde_json::to_value(&plan).expect("a plan serialises"))
-    .bind(&plan_hash)
-    .bind(serde_json::to_value(&shown).expect("a preview serialises"))
-    .bind(expires_at)
-    .execute(pool)
-    .await?;
+    let stored = PreviewedRun { id: run_id, operator, plan: &plan, plan_hash: &plan_hash, preview: &shown, expires_at };
+    preview_store::run_insert_previewed(pool, &stored).await?;
     Ok(StoredPreview { run_id, plan, plan_hash, preview: shown, expires_at })
 }
 
