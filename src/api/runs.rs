@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use base64::Engine;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, Stream};
 use serde::{Deserialize, Serialize};
@@ -63,8 +64,16 @@ pub struct ListQuery {
     /// Only runs in this state.
     #[param(value_type = Option<RunState>)]
     pub state: Option<String>,
-    /// Only runs made before this instant (RFC 3339): the next page is `before=<created_at of the last>`.
-    pub before: Option<DateTime<Utc>>,
+    /// Only runs from or to this cluster.
+    pub cluster: Option<String>,
+    /// Only runs this operator previewed.
+    pub operator: Option<String>,
+    /// Only runs made at or after this instant (RFC 3339).
+    pub since: Option<DateTime<Utc>>,
+    /// Only runs made before this instant (RFC 3339).
+    pub until: Option<DateTime<Utc>>,
+    /// The next page: the `next` of the previous answer, as it was given (opaque).
+    pub cursor: Option<String>,
 }
 
 /// The answer of `GET /api/v1/runs`.
@@ -72,14 +81,38 @@ pub struct ListQuery {
 pub struct Runs {
     /// The runs, newest first.
     pub runs: Vec<RunRecord>,
+    /// The `cursor` of the next page, with the same filters; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// The cursor of the page after `last`: where it stands in the list's order (made at, then id), opaque to callers.
+fn cursor_after(last: &RunRecord) -> String {
+    let key = format!("{}.{}", last.created_at.timestamp_micros(), last.id.simple());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key)
+}
+
+/// The keyset a cursor of [`cursor_after`] stands for; a 400 for any other text.
+fn keyset_of(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
+    let not_ours = || ApiError::bad_request("invalid-request", "the cursor is not one this service gave (use `next`)");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| not_ours())?;
+    let text = String::from_utf8(bytes).map_err(|_| not_ours())?;
+    let (micros, id) = text.split_once('.').ok_or_else(not_ours)?;
+    let at = micros.parse().ok().and_then(DateTime::from_timestamp_micros).ok_or_else(not_ours)?;
+    Ok((at, id.parse().map_err(|_| not_ours())?))
 }
 
 /// `GET /api/v1/runs`: the newest runs the operator may see.
 #[utoipa::path(get, path = "/runs", operation_id = "listRuns", tags = ["runs"], summary = "Runs",
-    description = "The newest runs the operator may see (both their clusters), newest first.",
+    description = "The newest runs the operator may see (both their clusters), newest first, a page at a time \
+        (`cursor` = the previous answer's `next`, with the same filters).",
     params(ListQuery),
     security(("bearer" = [])),
-    responses((status = 200, description = "The runs", body = Runs)))]
+    responses(
+        (status = 200, description = "A page of runs", body = Runs),
+        (status = 400, description = "A limit out of range, an unknown state, a cursor this service did not give, \
+            or an unknown query field (invalid-request)", body = ErrorBody),
+    ))]
 pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
@@ -90,17 +123,26 @@ pub async fn list(
     if !(1..=500).contains(&limit) {
         return Err(ApiError::bad_request("invalid-request", "limit must be between 1 and 500"));
     }
-    if let Some(s) = &q.state {
-        s.parse::<RunState>().map_err(|_| {
+    let state_wanted = match &q.state {
+        None => None,
+        Some(s) => Some(s.parse::<RunState>().map_err(|_| {
             let known: Vec<&str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
             ApiError::bad_request("invalid-request", format!("{s:?} is not a run state; states: {}", known.join(", ")))
-        })?;
-    }
-    // Checked above: a state that does not parse was refused.
-    let state_wanted = q.state.as_deref().and_then(|s| s.parse::<RunState>().ok());
-    let query = LinesQuery { limit, state: state_wanted, visible_to: Some(caller.operator), before: q.before };
+        })?),
+    };
+    let query = LinesQuery {
+        limit,
+        state: state_wanted,
+        visible_to: Some(caller.operator),
+        older_than: q.cursor.as_deref().map(keyset_of).transpose()?,
+        cluster: q.cluster,
+        started_by: q.operator,
+        since: q.since,
+        until: q.until,
+    };
     let runs = view::lines(&state.pool, &query).await?;
-    Ok(Json(Runs { runs }))
+    let next = (runs.len() as i64 == limit).then(|| runs.last().map(cursor_after)).flatten();
+    Ok(Json(Runs { runs, next }))
 }
 
 /// `GET /api/v1/runs/{run}`: the run's view (SPEC §7) — pipeline, rate, ETA, per-node outcome, events.
@@ -499,4 +541,21 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
         out.push(Event::default().event("end").data(json!({ "run": c.run, "state": line.state }).to_string()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_stands_for_its_runs_keyset_and_nothing_else_is_taken_for_one() {
+        let at = DateTime::from_timestamp_micros(1_796_416_586_701_123).unwrap();
+        let id = Uuid::new_v4();
+        let key = format!("{}.{}", at.timestamp_micros(), id.simple());
+        let cursor = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key);
+        assert_eq!(keyset_of(&cursor).unwrap(), (at, id));
+        for bad in ["", "2026-01-01", "!!!", &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("12.nope")] {
+            assert_eq!(keyset_of(bad).unwrap_err().slug, "invalid-request", "{bad:?}");
+        }
+    }
 }

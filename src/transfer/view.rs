@@ -334,13 +334,22 @@ pub struct LinesQuery {
     pub state: Option<RunState>,
     /// Only runs both of whose clusters this principal may see (SPEC §9); `None`: every run.
     pub visible_to: Option<String>,
-    /// Only runs made before this (paging through older runs).
-    pub before: Option<DateTime<Utc>>,
+    /// Only runs after this one in the list's order — made at, and with the id of, the last run of the previous
+    /// page: the keyset of the next page (runs made in the same instant are neither skipped nor repeated).
+    pub older_than: Option<(DateTime<Utc>, Uuid)>,
+    /// Only runs from or to this cluster.
+    pub cluster: Option<String>,
+    /// Only runs this operator previewed (`started_by`).
+    pub started_by: Option<String>,
+    /// Only runs made at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// Only runs made before this instant.
+    pub until: Option<DateTime<Utc>>,
 }
 
 /// The newest runs that `query` selects.
 pub async fn lines(pool: &PgPool, query: &LinesQuery) -> Result<Vec<RunRecord>, sqlx::Error> {
-    store::run_lines(pool, query.limit, query.state, query.visible_to.as_deref(), query.before).await
+    store::run_lines(pool, query).await
 }
 
 /// One run's record, if it exists.

@@ -1,28 +1,25 @@
 //! What an operator reads of runs: the list, one run's record, whether they may see it, and its events as a
 //! stream sends them ([`crate::transfer::view`], the HTTP API's event stream).
 
-use chrono::{DateTime, Utc};
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use crate::jobs::store::record::RunEvent;
 use crate::jobs::RunState;
-use crate::transfer::view::RunRecord;
+use crate::transfer::view::{LinesQuery, RunRecord};
 
-/// `run_lines.sql`: the newest `limit` runs in `state`, visible to `visible_to`, made before `before` (each
-/// `None`: any).
-pub async fn run_lines(
-    db: impl PgExecutor<'_>,
-    limit: i64,
-    state: Option<RunState>,
-    visible_to: Option<&str>,
-    before: Option<DateTime<Utc>>,
-) -> Result<Vec<RunRecord>, sqlx::Error> {
+/// `run_lines.sql`: the newest runs `query` selects, newest first.
+pub async fn run_lines(db: impl PgExecutor<'_>, query: &LinesQuery) -> Result<Vec<RunRecord>, sqlx::Error> {
     sqlx::query_as(include_str!("../sql/run_lines.sql"))
-        .bind(limit)
-        .bind(state.map(RunState::as_str))
-        .bind(visible_to)
-        .bind(before)
+        .bind(query.limit)
+        .bind(query.state.map(RunState::as_str))
+        .bind(query.visible_to.as_deref())
+        .bind(query.older_than.map(|(at, _)| at))
+        .bind(query.older_than.map(|(_, id)| id))
+        .bind(query.cluster.as_deref())
+        .bind(query.started_by.as_deref())
+        .bind(query.since)
+        .bind(query.until)
         .fetch_all(db)
         .await
 }
