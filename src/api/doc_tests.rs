@@ -225,10 +225,15 @@ fn the_document_says_what_the_code_does() {
     for id in ["createPreview", "returnOrphan"] {
         assert!(operation(&doc, id)["responses"]["502"].is_object(), "{id}: a broker that cannot be asked");
     }
+    for id in ["createPreview", "executeRun", "stopRun", "resumeRun", "returnRun", "returnOrphan"] {
+        let parameters = operation(&doc, id)["parameters"].as_array().cloned().unwrap_or_default();
+        assert!(parameters.iter().any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"), "{id}");
+    }
     for (id, declared) in [
         ("getRun", &[200, 400, 401, 404, 500, 503][..]),
         ("executeRun", &[202, 400, 401, 403, 404, 409, 422, 500, 503]),
-        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 500, 503]),
+        // 422: an Idempotency-Key sent with another request (every POST).
+        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 422, 500, 503]),
         ("followRun", &[200, 400, 401, 404, 500, 503]),
     ] {
         assert_eq!(statuses(operation(&doc, id)), declared.to_vec(), "{id}");

@@ -118,6 +118,8 @@ pub const SLUGS: &[&str] = &[
     "orphan-refused",
     "database-unavailable",
     "internal",
+    "idempotency-in-progress",
+    "idempotency-key-reused",
 ];
 
 /// The body of every answer other than success.

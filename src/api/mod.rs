@@ -14,11 +14,13 @@ mod audit;
 pub mod auth;
 pub mod doc;
 pub mod error;
+mod idempotency;
 mod ops;
 mod orphans;
 mod previews;
 mod runs;
 mod settings;
+mod store;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -81,6 +83,7 @@ fn routes() -> OpenApiRouter<ApiState> {
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut document = routes().into_openapi();
     doc::Common.modify(&mut document);
+    idempotency::Documented.modify(&mut document);
     document
 }
 
@@ -88,6 +91,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 pub fn router(state: ApiState) -> Router {
     Router::from(routes())
         .fallback(ops::no_such_route)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::layer))
         .layer(axum::middleware::from_fn(ops::log_request))
         .with_state(state)
 }

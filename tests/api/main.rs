@@ -708,3 +708,69 @@ async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
     let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
+
+/// A POST sent again with its `Idempotency-Key` — a client retrying after a lost answer — gets the first answer
+/// again and nothing is done twice: one preview stored, one execute; the key with another request is refused.
+#[tokio::test]
+async fn a_request_sent_again_with_its_idempotency_key_is_answered_once() {
+    let (source, target, _) = source_and_target("api_idem", 2).await;
+    let world = World::new("api_idem", &[]).await;
+    let api = Api::start(&world).await;
+    let post = |path: String, operator: &'static str, key: &'static str, body: Value| {
+        let request = api
+            .client
+            .post(format!("{}{path}", api.base))
+            .bearer_auth(TOKEN)
+            .header("X-Operator", operator)
+            .header("Idempotency-Key", key)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let replayed = response.headers().get("idempotency-replayed").is_some();
+            let status = response.status();
+            let text = response.text().await.unwrap();
+            (status, replayed, serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)))
+        }
+    };
+    let body = move_body(&source, &target);
+    let (status, replayed, first) = post("/api/v1/previews".into(), OPERATOR, "preview-1", body.clone()).await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, false), "{first}");
+    let (status, replayed, again) = post("/api/v1/previews".into(), OPERATOR, "preview-1", body.clone()).await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, true), "{again}");
+    assert_eq!(again["run_id"], first["run_id"], "the same preview, not a second one");
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM transfer_run").fetch_one(&world.pool).await.unwrap();
+    assert_eq!(runs, 1, "one preview stored");
+
+    // The same key with another request, or for another operator: refused, never answered with the first answer.
+    let mut other = body.clone();
+    other["selection"] = json!({ "kind": "filter", "value": "a = 1" });
+    let (status, _, answer) = post("/api/v1/previews".into(), OPERATOR, "preview-1", other).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "idempotency-key-reused"), "{answer}");
+    let (status, _, answer) = post("/api/v1/previews".into(), "viewer", "preview-1", body.clone()).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "idempotency-key-reused"), "{answer}");
+
+    // An execute retried: 202 both times (the second replayed), not 409 for a run already started.
+    let run = first["run_id"].as_str().unwrap().to_string();
+    let execute = json!({
+        "plan_hash": first["plan_hash"], "acknowledged": acks(&first), "confirm": source, "override_cap": true,
+    });
+    let path = format!("/api/v1/runs/{run}/execute");
+    let (status, replayed, _) = post(path.clone(), OPERATOR, "execute-1", execute.clone()).await;
+    assert_eq!((status, replayed), (StatusCode::ACCEPTED, false));
+    let (status, replayed, answer) = post(path.clone(), OPERATOR, "execute-1", execute.clone()).await;
+    assert_eq!((status, replayed), (StatusCode::ACCEPTED, true), "{answer}");
+    let executes: i64 = sqlx::query_scalar("SELECT count(*) FROM audit WHERE action = 'execute' AND outcome = 'ok'")
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    assert_eq!(executes, 1, "executed once");
+    // Without a key, the same execute is what it always was: the run has started.
+    let (status, answer) = api.post(&path, OPERATOR, execute).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::CONFLICT, "run-state"), "{answer}");
+    let (status, _, answer) = post(path, OPERATOR, "bad key", json!({})).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
