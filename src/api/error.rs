@@ -112,6 +112,8 @@ pub const SLUGS: &[&str] = &[
     "safety-cap",
     "unsupported",
     "conflict",
+    "body-too-large",
+    "unsupported-media-type",
     "missing-credentials",
     "discovery",
     "orphan-state",
@@ -244,13 +246,6 @@ impl From<OrphanError> for ApiError {
             }
             _ => ApiError::internal("the orphan return", &e),
         }
-    }
-}
-
-/// A body that is not the call's JSON: 400 in the API's form, with the extractor's words.
-impl From<axum::extract::rejection::JsonRejection> for ApiError {
-    fn from(e: axum::extract::rejection::JsonRejection) -> ApiError {
-        ApiError::bad_request("invalid-request", e.body_text())
     }
 }
 

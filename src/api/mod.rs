@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod doc;
 pub mod error;
+pub mod input;
 mod ops;
 mod orphans;
 mod previews;
@@ -84,6 +85,8 @@ pub fn document() -> utoipa::openapi::OpenApi {
 pub fn router(state: ApiState) -> Router {
     Router::from(routes())
         .fallback(ops::no_such_route)
+        .layer(axum::middleware::from_fn(input::refuse_bad_target))
+        .layer(axum::extract::DefaultBodyLimit::max(input::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(ops::log_request))
         .with_state(state)
 }

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::input::ApiJson;
 use super::ApiState;
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
@@ -72,9 +73,8 @@ pub struct ReturnOrphanBody {
 pub async fn return_orphan(
     State(state): State<ApiState>,
     caller: Caller,
-    request: Result<Json<ReturnOrphanBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(b): ApiJson<ReturnOrphanBody>,
 ) -> Result<Json<orphans::Returned>, ApiError> {
-    let Json(b) = request?;
     if b.confirm.as_deref() != Some(b.queue.as_str()) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::input::ApiJson;
 use super::ApiState;
 use crate::jobs::settings;
 use crate::registry::{store, ClusterNode};
@@ -124,9 +125,8 @@ fn default_mode() -> Mode {
 pub async fn preview(
     State(state): State<ApiState>,
     caller: Caller,
-    body: Result<Json<PreviewBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(body): ApiJson<PreviewBody>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body?;
     check_selection(&body.selection)?;
     let current = settings::load(&state.pool).await?;
     let preview_settings = PreviewSettings {

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -22,6 +21,7 @@ use uuid::Uuid;
 
 use super::auth::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::input::{check_free_text, ApiJson, OptionalJson};
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
@@ -40,15 +40,6 @@ async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result
     } else {
         Err(ApiError::not_found(format!("there is no run {run}")))
     }
-}
-
-/// A body that may be left out: none (or only white space) is the default; one that is not the call's JSON is a
-/// 400 in the API's own error form.
-fn optional_body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request("invalid-request", format!("the body: {e}")))
 }
 
 /// Query of `GET /api/v1/runs`.
@@ -192,10 +183,9 @@ pub async fn execute(
     State(state): State<ApiState>,
     caller: Caller,
     Path(RunParam { run }): Path<RunParam>,
-    request: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(b): ApiJson<ExecuteBody>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
-    let Json(b) = request?;
     let confirm = Confirmation {
         plan_hash: b.plan_hash,
         acknowledged: b.acknowledged,
@@ -228,11 +218,15 @@ fn accepted(run: Uuid, state: RunState, queue_position: Option<Option<i64>>) -> 
     (StatusCode::ACCEPTED, Json(Accepted { run, state, events, queue_position })).into_response()
 }
 
+/// The longest stop reason: it is one line of the run's view and of the CLI's output.
+const MAX_REASON_CHARS: usize = 1000;
+
 /// The body of `POST /api/v1/runs/{run}/stop`: optional, as is its field.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopBody {
-    /// Why (recorded on the run); default "operator request".
+    /// Why (recorded on the run); default "operator request". One line of printable text.
+    #[schema(max_length = 1000)]
     pub reason: Option<String>,
 }
 
@@ -253,10 +247,11 @@ pub async fn stop(
     State(state): State<ApiState>,
     caller: Caller,
     Path(RunParam { run }): Path<RunParam>,
-    request: Bytes,
+    OptionalJson(body): OptionalJson<StopBody>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
-    let reason = optional_body::<StopBody>(&request)?.reason.unwrap_or_else(|| "operator request".into());
+    let reason = body.reason.unwrap_or_else(|| "operator request".into());
+    check_free_text("`reason`", &reason, MAX_REASON_CHARS)?;
     let answer = match actions::stop(&state.pool, run, &reason, &caller.operator).await? {
         StopRequest::Stopped => StopAnswer::ended(run, StopResult::Stopped, RunState::Stopped),
         StopRequest::Requested => StopAnswer {
@@ -355,11 +350,10 @@ pub async fn return_to_source(
     State(state): State<ApiState>,
     caller: Caller,
     Path(RunParam { run }): Path<RunParam>,
-    request: Bytes,
+    OptionalJson(ReturnBody { confirm: typed }): OptionalJson<ReturnBody>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
     require_visible(&state, run, &caller).await?;
-    let typed = optional_body::<ReturnBody>(&request)?.confirm;
     let line =
         view::line(&state.pool, run).await?.ok_or_else(|| ApiError::not_found(format!("there is no run {run}")))?;
     let source = line.source_queue.unwrap_or_default();

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::input::ApiJson;
 use super::ApiState;
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed};
@@ -109,9 +110,8 @@ pub async fn set(
     State(state): State<ApiState>,
     caller: Caller,
     Path(key): Path<String>,
-    request: Result<Json<SetBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(b): ApiJson<SetBody>,
 ) -> Result<Json<Changed>, ApiError> {
-    let Json(b) = request?;
     let words = as_words(&b.value)?;
     let target = format!("setting {key}");
     permissions::require_admin_audited(

@@ -27,6 +27,8 @@ use serde_json::{json, Value};
 use testbed::TestBed;
 use uuid::Uuid;
 
+mod input;
+
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
 
 /// The service token of these tests (long enough for the server's minimum).
