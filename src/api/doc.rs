@@ -76,7 +76,11 @@ impl Modify for Common {
 
 /// The answers that several operations share, by component name.
 const COMMON_ANSWERS: [(&str, &str); 4] = [
-    ("NoOperator", "No X-Operator, or not a name (no-operator); or a malformed request (invalid-request)"),
+    (
+        "NoOperator",
+        "No X-Operator (no-operator), or not a printable ASCII name of at most 200 characters \
+        (invalid-operator); a malformed request, or a header sent twice (invalid-request)",
+    ),
     ("Unauthenticated", "No token, or not a known one (unauthenticated); with WWW-Authenticate: Bearer"),
     ("Internal", "A failure of ours, logged under the incident id the message gives (internal)"),
     ("DatabaseUnavailable", "The database is out of reach; retry later (database-unavailable)"),
@@ -121,7 +125,9 @@ fn add_common(operation: &mut Operation) {
             .required(Required::True)
             .description(Some("The operator this call acts for: the grants checked and the name audited."))
             .schema(Some(
-                utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::String).max_length(Some(200)),
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::Type::String)
+                    .max_length(Some(super::auth::MAX_OPERATOR_CHARS)),
             ))
             .build();
         operation.parameters.get_or_insert_with(Vec::new).push(operator);

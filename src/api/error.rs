@@ -94,6 +94,7 @@ fn is_database(error: &(dyn std::error::Error + 'static)) -> bool {
 pub const SLUGS: &[&str] = &[
     "unauthenticated",
     "no-operator",
+    "invalid-operator",
     "invalid-request",
     "invalid-run-id",
     "invalid-selection",

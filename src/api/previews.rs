@@ -90,12 +90,64 @@ pub struct PreviewBody {
     #[schema(default = "move")]
     pub mode: Mode,
     /// `{cluster, node, queue}` of the source.
-    pub source: QueueRef,
+    pub source: QueueBody,
     /// `{cluster, node, queue}` of the target.
-    pub target: QueueRef,
+    pub target: QueueBody,
     /// `{"kind": "all"}`, `{"kind": "filter", "value": "<selector>"}` or `{"kind": "ids", "value": [..]}`.
-    pub selection: Selection,
+    pub selection: SelectionBody,
 }
+
+/// A queue as a caller names it: the library's `QueueRef`, which also reads stored plans (so it takes unknown
+/// fields there), refusing any field it does not know here — a misspelt `adress` must not be silently dropped.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueBody {
+    /// The cluster's registered name.
+    pub cluster: String,
+    /// The node's name within the cluster.
+    pub node: String,
+    /// The queue (an anycast queue on the address of the same name unless `address` says otherwise).
+    pub queue: String,
+    /// The queue's address, when it differs from the queue's name.
+    #[serde(default)]
+    pub address: Option<String>,
+}
+
+impl From<QueueBody> for QueueRef {
+    fn from(q: QueueBody) -> QueueRef {
+        QueueRef { cluster: q.cluster, node: q.node, queue: q.queue, address: q.address }
+    }
+}
+
+/// Which messages, as a caller says it: the library's `Selection`, with no field beside `kind` and `value`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase", tag = "kind", content = "value", deny_unknown_fields)]
+pub enum SelectionBody {
+    /// Broker message ids: each positive, each once.
+    Ids(MessageIds),
+    /// An Artemis core selector.
+    Filter(String),
+    /// The whole queue.
+    All,
+}
+
+/// Broker message ids (Artemis numbers its messages from 1).
+#[derive(Debug, Deserialize)]
+pub struct MessageIds(pub Vec<i64>);
+
+/// What [`selection`] takes: at least one id, each at least 1, none twice.
+impl utoipa::PartialSchema for MessageIds {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        let id = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1));
+        ArrayBuilder::new().items(id).min_items(Some(1)).unique_items(true).into()
+    }
+}
+
+impl ToSchema for MessageIds {}
 
 fn default_mode() -> Mode {
     Mode::Move
@@ -127,7 +179,7 @@ pub async fn preview(
     caller: Caller,
     ApiJson(body): ApiJson<PreviewBody>,
 ) -> Result<Response, ApiError> {
-    check_selection(&body.selection)?;
+    let selection = selection(body.selection)?;
     let current = settings::load(&state.pool).await?;
     let preview_settings = PreviewSettings {
         batch_size: i64::from(current.batch_size),
@@ -136,9 +188,9 @@ pub async fn preview(
     };
     let request = PreviewRequest {
         mode: body.mode,
-        source: body.source,
-        target: body.target,
-        selection: body.selection,
+        source: body.source.into(),
+        target: body.target.into(),
+        selection,
         operator: caller.operator,
     };
     let stored = preview_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?;
@@ -157,16 +209,28 @@ pub struct PreviewAnswer {
     pub can_start: bool,
 }
 
-/// A selection the library would take but no operator means: an empty id list or filter.
-fn check_selection(selection: &Selection) -> Result<(), ApiError> {
-    match selection {
-        Selection::Ids(ids) if ids.is_empty() => {
-            Err(ApiError::bad_request("invalid-selection", "the selection names no message ids"))
+/// The library's selection, refusing what it would take but no operator means: an empty id list or filter,
+/// an id that is not a message's (below 1), an id named twice.
+fn selection(body: SelectionBody) -> Result<Selection, ApiError> {
+    let invalid = |words: &str| Err(ApiError::bad_request("invalid-selection", words));
+    match body {
+        SelectionBody::Ids(MessageIds(ids)) if ids.is_empty() => invalid("the selection names no message ids"),
+        SelectionBody::Ids(MessageIds(ids)) if ids.iter().any(|id| *id < 1) => {
+            invalid("a message id is a positive number: the selection names one below 1")
         }
-        Selection::Filter(f) if f.trim().is_empty() => Err(ApiError::bad_request(
-            "invalid-selection",
-            "the filter is empty: to take the whole queue, send {\"kind\": \"all\"}",
-        )),
-        _ => Ok(()),
+        SelectionBody::Ids(MessageIds(ids)) if has_duplicates(&ids) => {
+            invalid("the selection names a message id more than once")
+        }
+        SelectionBody::Ids(MessageIds(ids)) => Ok(Selection::Ids(ids)),
+        SelectionBody::Filter(f) if f.trim().is_empty() => {
+            invalid("the filter is empty: to take the whole queue, send {\"kind\": \"all\"}")
+        }
+        SelectionBody::Filter(f) => Ok(Selection::Filter(f)),
+        SelectionBody::All => Ok(Selection::All),
     }
+}
+
+fn has_duplicates(ids: &[i64]) -> bool {
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    !ids.iter().all(|id| seen.insert(*id))
 }

@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::auth::Caller;
 use super::error::{ApiError, ErrorBody};
-use super::input::{check_free_text, ApiJson, OptionalJson};
+use super::input::{check_free_text, single_header, ApiJson, OptionalJson};
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
@@ -374,6 +374,7 @@ pub async fn return_to_source(
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// The last event id already seen.
+    #[param(minimum = 0)]
     pub after: Option<i64>,
 }
 
@@ -428,8 +429,8 @@ pub async fn events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let run = run_id(&run)?;
     let Query(q) = query?;
+    let from_header = last_event_id(&headers)?;
     require_visible(&state, run, &caller).await?;
-    let from_header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     let after = q.after.or(from_header).unwrap_or(0);
     let cursor =
         Cursor { state, run, after, floor: after, recent: Vec::new(), last_progress: None, ended: false, first: true };
@@ -446,6 +447,16 @@ pub async fn events(
     });
     use futures_util::StreamExt as _;
     Ok(Sse::new(stream.flatten()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// The event id a reconnecting client last saw: one `Last-Event-ID` header holding a number. Anything else is
+/// refused, because taking it as "none" would replay the whole log to a client that has most of it.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(value) = single_header(headers, "last-event-id")? else { return Ok(None) };
+    let id = value.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok()).filter(|id| *id >= 0);
+    id.map(Some).ok_or_else(|| {
+        ApiError::bad_request("invalid-request", "Last-Event-ID must be the id of an event this stream sent (a number)")
+    })
 }
 
 /// What a stream sends next: new event rows, then progress if it changed, then `end` once the run has ended.

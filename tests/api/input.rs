@@ -78,3 +78,69 @@ async fn text_postgres_or_a_terminal_would_choke_on_is_refused_in_words() {
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
     api.assert_no_secret();
 }
+
+#[tokio::test]
+async fn ambiguous_or_malformed_requests_are_refused_and_the_bearer_scheme_is_any_case() {
+    let world = World::new("api_input_shape", &[]).await;
+    let api = Api::start(&world).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let one = [("Authorization", bearer.as_str()), ("X-Operator", OPERATOR)];
+
+    // The scheme is case-insensitive (RFC 9110 §11.1).
+    let upper = format!("BEARER {TOKEN}");
+    let (status, answer) =
+        raw(&api, Method::GET, "/api/v1/runs", &[("Authorization", &upper), ("X-Operator", OPERATOR)], "").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // A header sent twice: which one would count is an accident, so neither does.
+    let two_tokens = [("Authorization", bearer.as_str()), ("Authorization", "Bearer other"), ("X-Operator", OPERATOR)];
+    let (status, answer) = raw(&api, Method::GET, "/api/v1/runs", &two_tokens, "").await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+    let two_operators = [("Authorization", bearer.as_str()), ("X-Operator", OPERATOR), ("X-Operator", "mallory")];
+    let (status, answer) = raw(&api, Method::GET, "/api/v1/runs", &two_operators, "").await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+    // An operator that is not an ASCII name: refused as such, not as a missing one.
+    let response = api
+        .client
+        .get(format!("{}/api/v1/runs", api.base))
+        .bearer_auth(TOKEN)
+        .header("X-Operator", reqwest::header::HeaderValue::from_bytes("j\u{fc}rgen".as_bytes()).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(slug(&answer), "invalid-operator", "{answer}");
+
+    // Selections: message ids are positive and named once.
+    for ids in [json!([1, 1]), json!([-1]), json!([0])] {
+        let mut body = move_body("a", "b");
+        body["selection"] = json!({ "kind": "ids", "value": ids });
+        let (status, answer) = raw(&api, Method::POST, "/api/v1/previews", &one, &body.to_string()).await;
+        assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-selection"), "{ids}: {answer}");
+    }
+    // An unknown field anywhere in a body is refused, not ignored.
+    let mut misspelt = move_body("a", "b");
+    misspelt["source"]["adress"] = json!("a");
+    let mut extra = move_body("a", "b");
+    extra["selection"]["limit"] = json!(5);
+    let run = Uuid::new_v4();
+    for (path, body) in [
+        ("/api/v1/previews".to_string(), misspelt),
+        ("/api/v1/previews".to_string(), extra),
+        (format!("/api/v1/runs/{run}/stop"), json!({ "reason": "r", "why": "w" })),
+        (format!("/api/v1/runs/{run}/return"), json!({ "confirmed": "q" })),
+        ("/api/v1/orphans/return".to_string(), json!({ "cluster": "e", "node": "n", "queue": "q", "force": true })),
+    ] {
+        let (status, answer) = raw(&api, Method::POST, &path, &one, &body.to_string()).await;
+        assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{path} {body}: {answer}");
+    }
+    let (status, answer) =
+        raw(&api, Method::PUT, "/api/v1/settings/batch_size", &one, &json!({ "value": 1, "x": 2 }).to_string()).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+
+    // A Last-Event-ID that is not an event id is refused, not taken as "from the start".
+    let with_id = [("Authorization", bearer.as_str()), ("X-Operator", OPERATOR), ("Last-Event-ID", "seven")];
+    let (status, answer) = raw(&api, Method::GET, &format!("/api/v1/runs/{run}/events"), &with_id, "").await;
+    assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+    api.assert_no_secret();
+}
