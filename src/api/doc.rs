@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Required, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use super::error::ErrorBody;
+use super::error::{Problem, PROBLEM_JSON};
 
 /// The document's fixed parts; the paths come from the router.
 #[derive(OpenApi)]
@@ -25,9 +25,13 @@ use super::error::ErrorBody;
             durable run (SPEC §10). Every call under /api/v1 is made by a service with a bearer token \
             (ARTEMIS_TRANSFER_API_TOKENS on the server) for the operator it names in X-Operator; that operator's \
             grants decide, as on the command line and the SQL start path, and the audit names them. A cluster or \
-            run the operator may not see answers 404, as one that does not exist. Errors are \
-            {\"error\": <slug>, \"message\": <words>} (plus missing_grant when a grant is missing); the slugs are \
-            listed in the Error schema and each response says which it may carry.",
+            run the operator may not see answers 404, as one that does not exist. Every error is an RFC 9457 \
+            problem document (application/problem+json): type is /problems/<slug>, a stable name for the case \
+            (a relative reference, not served), with its title, the status, the words as detail, the request's \
+            id as request_id (and missing_grant when a grant is missing); the types are listed in the Problem \
+            schema and each response says which slugs it may carry. Every answer carries X-Request-Id: the \
+            caller's, when it is 1 to 64 letters, digits or -._:, else a new UUID; the service's log line of the \
+            request carries it too.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     tags(
@@ -39,7 +43,7 @@ use super::error::ErrorBody;
         (name = "orphans", description = "Staging queues no run owns."),
         (name = "settings", description = "The runtime settings (SPEC §8)."),
     ),
-    components(schemas(ErrorBody))
+    components(schemas(Problem))
 )]
 pub struct ApiDoc;
 
@@ -65,17 +69,28 @@ impl Modify for Common {
         for (name, description) in COMMON_ANSWERS {
             components.responses.insert(name.to_string(), RefOr::T(error_answer(description)));
         }
+        for answer in components.responses.values_mut() {
+            if let RefOr::T(answer) = answer {
+                with_request_id(answer);
+            }
+        }
         for item in openapi.paths.paths.values_mut() {
             for operation in operations_mut(item) {
                 add_common(operation);
                 body_may_be_left_out(operation);
+                for answer in operation.responses.responses.values_mut() {
+                    if let RefOr::T(answer) = answer {
+                        problems_as_problem_json(answer);
+                        with_request_id(answer);
+                    }
+                }
             }
         }
     }
 }
 
 /// The answers that several operations share, by component name.
-const COMMON_ANSWERS: [(&str, &str); 4] = [
+const COMMON_ANSWERS: [(&str, &str); 6] = [
     (
         "NoOperator",
         "No X-Operator (no-operator), or not a printable ASCII name of at most 200 characters \
@@ -84,6 +99,8 @@ const COMMON_ANSWERS: [(&str, &str); 4] = [
     ("Unauthenticated", "No token, or not a known one (unauthenticated); with WWW-Authenticate: Bearer"),
     ("Internal", "A failure of ours, logged under the incident id the message gives (internal)"),
     ("DatabaseUnavailable", "The database is out of reach; retry later (database-unavailable)"),
+    ("BodyTooLarge", "The body is larger than 64 KiB (body-too-large)"),
+    ("NotJson", "The body is not sent as application/json (unsupported-media-type)"),
 ];
 
 /// Error answers by status, for an `IntoResponses` shared by several handlers.
@@ -91,12 +108,32 @@ pub fn error_answers(answers: &[(u16, &str)]) -> std::collections::BTreeMap<Stri
     answers.iter().map(|(status, description)| (status.to_string(), RefOr::T(error_answer(description)))).collect()
 }
 
-/// An error answer with `description`, whose body is [`ErrorBody`].
+/// An error answer with `description`, whose body is a [`Problem`].
 fn error_answer(description: &str) -> Response {
     ResponseBuilder::new()
         .description(description)
-        .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+        .content(PROBLEM_JSON, ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build())
         .build()
+}
+
+/// A handler's `body = Problem` is declared `application/json` by utoipa: it is answered as
+/// `application/problem+json`.
+fn problems_as_problem_json(answer: &mut Response) {
+    let is_problem = |c: &utoipa::openapi::Content| matches!(&c.schema, Some(RefOr::Ref(r)) if r.ref_location == Ref::from_schema_name("Problem").ref_location);
+    if answer.content.get("application/json").is_some_and(is_problem) {
+        if let Some(content) = answer.content.shift_remove("application/json") {
+            answer.content.insert(PROBLEM_JSON.to_string(), content);
+        }
+    }
+}
+
+/// Every answer carries the request's id.
+fn with_request_id(answer: &mut Response) {
+    let header = utoipa::openapi::HeaderBuilder::new()
+        .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::String))
+        .description(Some("The request's id: the caller's X-Request-Id when it is a sane token, else a new UUID"))
+        .build();
+    answer.headers.insert("X-Request-Id".to_string(), header);
 }
 
 fn operations_mut(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut Operation> {
@@ -114,6 +151,10 @@ fn add_common(operation: &mut Operation) {
     let mut answer = |status: &str, component: &str| {
         answers.entry(status.to_string()).or_insert_with(|| RefOr::Ref(Ref::from_response_name(component)));
     };
+    if operation.request_body.is_some() {
+        answer("413", "BodyTooLarge");
+        answer("415", "NotJson");
+    }
     if authenticated {
         answer("400", "NoOperator");
         answer("401", "Unauthenticated");

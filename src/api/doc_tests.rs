@@ -77,7 +77,8 @@ async fn answer(router: &Router, method: &Method, path: &str) -> (StatusCode, Op
     let response = router.clone().oneshot(request).await.expect("an answer");
     let status = response.status();
     let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap_or_default();
-    let slug = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v["error"].as_str().map(str::to_string));
+    let problem_type = |v: Value| v["type"].as_str().map(|t| t.trim_start_matches("/problems/").to_string());
+    let slug = serde_json::from_slice::<Value>(&bytes).ok().and_then(problem_type);
     (status, slug)
 }
 
@@ -149,6 +150,40 @@ fn every_operation_is_named_and_declares_its_failures() {
     }
 }
 
+/// An answer of the document, followed through its `$ref` to `components`.
+fn resolved<'d>(doc: &'d Value, answer: &'d Value) -> &'d Value {
+    match answer["$ref"].as_str() {
+        Some(name) => &doc["components"]["responses"][name.rsplit('/').next().unwrap_or_default()],
+        None => answer,
+    }
+}
+
+/// Every error answer is an RFC 9457 problem (the readiness 503 excepted: a platform reads its JSON), every
+/// answer declares X-Request-Id, and an operation that takes a body declares 413 and 415.
+#[test]
+fn every_error_is_declared_a_problem_and_every_answer_its_request_id() {
+    let doc = generated();
+    for (method, path) in documented(&doc) {
+        let operation = &doc["paths"][&path][method.as_str().to_lowercase()];
+        let at = format!("{method} {path}");
+        for (status, answer) in operation["responses"].as_object().expect("responses") {
+            let answer = resolved(&doc, answer);
+            assert!(answer["headers"]["X-Request-Id"].is_object(), "{at} {status}: no X-Request-Id");
+            if status.as_str() < "400" || (path == "/ready" && status == "503") {
+                continue;
+            }
+            let content = answer["content"].as_object().expect("an error answer has a body");
+            let types: Vec<&String> = content.keys().collect();
+            assert_eq!(types, ["application/problem+json"], "{at} {status}");
+            assert_eq!(content["application/problem+json"]["schema"]["$ref"], "#/components/schemas/Problem");
+        }
+        if operation.get("requestBody").is_some() {
+            let statuses = statuses(operation);
+            assert!(statuses.contains(&413) && statuses.contains(&415), "{at}: {statuses:?}");
+        }
+    }
+}
+
 /// Where `schema` (followed through `$ref`s to `components`, and into its parts) is an object that says nothing
 /// of its shape without saying it is free-form.
 fn bare_objects(doc: &Value, schema: &Value, at: &str, seen: &mut BTreeSet<String>, found: &mut Vec<String>) {
@@ -189,13 +224,11 @@ fn no_body_is_an_object_of_unknown_shape() {
     for (method, path) in documented(&doc) {
         let operation = &doc["paths"][&path][method.as_str().to_lowercase()];
         let bodies = operation["requestBody"]["content"].as_object().into_iter().flatten();
-        let answers = operation["responses"].as_object().into_iter().flatten().flat_map(|(_, r)| {
-            let r = match r["$ref"].as_str() {
-                Some(name) => &doc["components"]["responses"][name.rsplit('/').next().unwrap_or_default()],
-                None => r,
-            };
-            r["content"].as_object().into_iter().flatten()
-        });
+        let answers = operation["responses"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, r)| resolved(&doc, r)["content"].as_object().into_iter().flatten());
         for (content_type, content) in bodies.chain(answers) {
             let at = format!("{method} {path} {content_type}");
             bare_objects(&doc, &content["schema"], &at, &mut seen, &mut found);
@@ -227,8 +260,8 @@ fn the_document_says_what_the_code_does() {
     }
     for (id, declared) in [
         ("getRun", &[200, 400, 401, 404, 500, 503][..]),
-        ("executeRun", &[202, 400, 401, 403, 404, 409, 422, 500, 503]),
-        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 500, 503]),
+        ("executeRun", &[202, 400, 401, 403, 404, 409, 413, 415, 422, 500, 503]),
+        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 413, 415, 500, 503]),
         ("followRun", &[200, 400, 401, 404, 500, 503]),
     ] {
         assert_eq!(statuses(operation(&doc, id)), declared.to_vec(), "{id}");

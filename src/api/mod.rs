@@ -5,7 +5,9 @@
 //! ([`auth`]); the operator's grants decide, exactly as on the command line and the SQL start path, because all
 //! three call the same library functions (`transfer::service`, `transfer::actions`, `transfer::orphans`,
 //! `jobs::admin`) — the API only translates. A cluster or run the operator may not see answers 404, as one that
-//! does not exist. Errors are `{"error": <slug>, "message": <words>}` with a fitting status ([`error`]).
+//! does not exist. Every error, the framework's own included, is an RFC 9457 problem document
+//! (`application/problem+json`, `type` = `/problems/<slug>`) with a fitting status ([`error`]); every answer
+//! carries the request's id in `X-Request-Id` ([`request`]).
 //!
 //! `/health` (the process answers), `/ready` (the database answers and its schema is this build's) and
 //! `/metrics` (Prometheus) need no token: they say nothing about any message or operator.
@@ -17,6 +19,7 @@ pub mod input;
 mod ops;
 mod orphans;
 mod previews;
+pub mod request;
 mod runs;
 mod settings;
 
@@ -87,7 +90,7 @@ pub fn router(state: ApiState) -> Router {
         .fallback(ops::no_such_route)
         .layer(axum::middleware::from_fn(input::refuse_bad_target))
         .layer(axum::extract::DefaultBodyLimit::max(input::MAX_BODY_BYTES))
-        .layer(axum::middleware::from_fn(ops::log_request))
+        .layer(axum::middleware::from_fn(request::around))
         .with_state(state)
 }
 

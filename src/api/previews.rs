@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Problem};
 use super::input::ApiJson;
 use super::ApiState;
 use crate::jobs::settings;
@@ -70,7 +70,7 @@ pub struct Targets {
     responses(
         (status = 200, description = "The targets", body = Targets),
         (status = 404, description = "No such cluster, or one the operator may not see (not-found)",
-            body = ErrorBody),
+            body = Problem),
     ))]
 pub async fn targets(
     State(state): State<ApiState>,
@@ -166,13 +166,13 @@ fn default_mode() -> Mode {
         (status = 201, description = "The stored preview", body = PreviewAnswer,
             headers(("Location" = String, description = "The run's address: /api/v1/runs/{run}"))),
         (status = 400, description = "Not the call's JSON (invalid-request), an empty selection \
-            (invalid-selection), or no X-Operator (no-operator)", body = ErrorBody),
-        (status = 403, description = "The operator lacks a grant (missing-grant)", body = ErrorBody),
+            (invalid-selection), or no X-Operator (no-operator)", body = Problem),
+        (status = 403, description = "The operator lacks a grant (missing-grant)", body = Problem),
         (status = 404, description = "No such cluster or node, or one the operator may not see (not-found)",
-            body = ErrorBody),
-        (status = 409, description = "The registry disagrees (conflict)", body = ErrorBody),
-        (status = 422, description = "The cluster's credentials are not set (missing-credentials)", body = ErrorBody),
-        (status = 502, description = "A broker's management could not be asked (discovery)", body = ErrorBody),
+            body = Problem),
+        (status = 409, description = "The registry disagrees (conflict)", body = Problem),
+        (status = 422, description = "The cluster's credentials are not set (missing-credentials)", body = Problem),
+        (status = 502, description = "A broker's management could not be asked (discovery)", body = Problem),
     ))]
 pub async fn preview(
     State(state): State<ApiState>,

@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Problem};
 use super::input::{check_free_text, single_header, ApiJson, OptionalJson};
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
@@ -175,9 +175,9 @@ pub struct ExecuteBody {
         (status = 202, description = "Queued, with its place when every slot is taken", body = Accepted),
         RunAction,
         (status = 409, description = "The run's state or another run forbids it (run-state, preview-expired, \
-            plan-hash-mismatch, preview-refused, source-busy)", body = ErrorBody),
+            plan-hash-mismatch, preview-refused, source-busy)", body = Problem),
         (status = 422, description = "Needs something more from the operator (not-acknowledged, \
-            unknown-acknowledgement, confirmation-required, safety-cap, unsupported)", body = ErrorBody),
+            unknown-acknowledgement, confirmation-required, safety-cap, unsupported)", body = Problem),
     ))]
 pub async fn execute(
     State(state): State<ApiState>,
@@ -241,7 +241,7 @@ pub struct StopBody {
         (status = 200, description = "Stopped (nothing was in flight), or already ended", body = StopAnswer),
         (status = 202, description = "Stop requested: the batch in flight finishes first", body = StopAnswer),
         RunAction,
-        (status = 409, description = "The run's state forbids it (run-state)", body = ErrorBody),
+        (status = 409, description = "The run's state forbids it (run-state)", body = Problem),
     ))]
 pub async fn stop(
     State(state): State<ApiState>,
@@ -309,7 +309,7 @@ impl StopAnswer {
         (status = 202, description = "Queued", body = Accepted),
         RunAction,
         (status = 409, description = "The run's state or another run forbids it (run-state, source-busy)",
-            body = ErrorBody),
+            body = Problem),
     ))]
 pub async fn resume(
     State(state): State<ApiState>,
@@ -342,9 +342,9 @@ pub struct ReturnBody {
     responses(
         (status = 202, description = "Returning", body = Accepted),
         RunAction,
-        (status = 409, description = "The run's state forbids it (run-state)", body = ErrorBody),
+        (status = 409, description = "The run's state forbids it (run-state)", body = Problem),
         (status = 422, description = "The source queue's name was not typed (confirmation-required), or a return \
-            does not apply (unsupported)", body = ErrorBody),
+            does not apply (unsupported)", body = Problem),
     ))]
 pub async fn return_to_source(
     State(state): State<ApiState>,

@@ -144,3 +144,90 @@ async fn ambiguous_or_malformed_requests_are_refused_and_the_bearer_scheme_is_an
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
     api.assert_no_secret();
 }
+
+/// A request as [`raw`] sends it, answered with its headers.
+async fn answered(
+    api: &Api,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<(&str, String)>,
+) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+    let mut request = api.client.request(method, format!("{}{path}", api.base));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some((content_type, body)) = body {
+        request = request.header("Content-Type", content_type).body(body);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let text = response.text().await.unwrap();
+    api.bodies.lock().unwrap().push(text.clone());
+    (status, headers, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// A request (method, path, headers, content type and body) and the status and slug it must be answered with.
+type Probe<'a> = (Method, &'a str, &'a [(&'a str, &'a str)], Option<(&'a str, String)>, StatusCode, &'a str);
+
+#[tokio::test]
+async fn every_failure_is_a_problem_document_carrying_the_request_id() {
+    let world = World::new("api_input_problem", &[]).await;
+    let api = Api::start(&world).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let one = [("Authorization", bearer.as_str()), ("X-Operator", OPERATOR)];
+    let json = |text: String| Some(("application/json", text));
+    let huge = json!({ "source": "x".repeat(70 * 1024) }).to_string();
+    let probes: Vec<Probe> = vec![
+        (Method::GET, "/no/such/path", &[], None, StatusCode::NOT_FOUND, "no-such-route"),
+        (Method::DELETE, "/api/v1/runs", &one, None, StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
+        (Method::POST, "/api/v1/previews", &one, json(huge), StatusCode::PAYLOAD_TOO_LARGE, "body-too-large"),
+        (
+            Method::POST,
+            "/api/v1/previews",
+            &one,
+            Some(("text/plain", "{}".into())),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+        ),
+        (Method::POST, "/api/v1/previews", &one, json("{".into()), StatusCode::BAD_REQUEST, "invalid-request"),
+        (Method::GET, "/api/v1/runs/%FF%FE", &one, None, StatusCode::BAD_REQUEST, "invalid-request"),
+        (Method::GET, "/api/v1/runs", &[], None, StatusCode::UNAUTHORIZED, "unauthenticated"),
+        (Method::GET, "/api/v1/runs/not-a-run", &one, None, StatusCode::BAD_REQUEST, "invalid-run-id"),
+    ];
+    for (method, path, headers, body, status, expected) in probes {
+        let (got, headers, problem) = answered(&api, method.clone(), path, headers, body).await;
+        let at = format!("{method} {path}");
+        assert_eq!((got, slug(&problem)), (status, expected), "{at}: {problem}");
+        assert_eq!(headers["content-type"], "application/problem+json", "{at}");
+        assert_eq!(problem["status"], json!(status.as_u16()), "{at}: {problem}");
+        assert!(problem["title"].as_str().is_some_and(|t| !t.is_empty()), "{at}: {problem}");
+        let id = headers["x-request-id"].to_str().unwrap();
+        assert!(Uuid::parse_str(id).is_ok(), "{at}: a request id is made when none is sent: {id}");
+        assert_eq!(problem["request_id"], json!(id), "{at}: {problem}");
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            assert_eq!(headers["allow"], "GET,HEAD", "{at}");
+        }
+    }
+
+    // A caller's own request id, when it is a sane token, is kept: in the answer, its header and the log line.
+    let mine = [("X-Request-Id", "console-7f3a.42")];
+    let (status, headers, _) = answered(&api, Method::GET, "/health", &mine, None).await;
+    assert_eq!((status, headers["x-request-id"].to_str().unwrap()), (StatusCode::OK, "console-7f3a.42"));
+    let with_mine = [("Authorization", bearer.as_str()), ("X-Operator", OPERATOR), ("X-Request-Id", "console-9")];
+    let (_, headers, problem) = answered(&api, Method::GET, "/api/v1/runs/nope", &with_mine, None).await;
+    assert_eq!(headers["x-request-id"].to_str().unwrap(), "console-9");
+    assert_eq!(problem["request_id"], json!("console-9"));
+    // One that is not (too long, or with characters a log or a header should not carry) is replaced.
+    let long = "x".repeat(200);
+    for theirs in [long.as_str(), "a b", "<script>"] {
+        let (_, headers, _) = answered(&api, Method::GET, "/health", &[("X-Request-Id", theirs)], None).await;
+        assert!(Uuid::parse_str(headers["x-request-id"].to_str().unwrap()).is_ok(), "{theirs:?} was kept");
+    }
+    support::wait_for("the request's log line with its id", Duration::from_secs(5), || async {
+        let log = std::fs::read_to_string(&api.log).unwrap();
+        log.lines().any(|l| l.contains("console-9") && l.contains("API request")).then_some(())
+    })
+    .await;
+    api.assert_no_secret();
+}

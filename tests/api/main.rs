@@ -195,10 +195,12 @@ fn acks(stored: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// The slug of an error answer, after checking it has words.
+/// The slug of an error answer (an RFC 9457 problem whose `type` is `/problems/<slug>`), after checking it has
+/// words.
 fn slug(answer: &Value) -> &str {
-    assert!(answer["message"].as_str().is_some_and(|m| !m.is_empty()), "an error without words: {answer}");
-    answer["error"].as_str().unwrap_or_else(|| panic!("not an error answer: {answer}"))
+    assert!(answer["detail"].as_str().is_some_and(|m| !m.is_empty()), "an error without words: {answer}");
+    let problem_type = answer["type"].as_str().unwrap_or_else(|| panic!("not a problem document: {answer}"));
+    problem_type.strip_prefix("/problems/").unwrap_or_else(|| panic!("not a problem type: {answer}"))
 }
 
 #[tokio::test]
@@ -292,7 +294,7 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     execute["plan_hash"] = stored["plan_hash"].clone();
     let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
     assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains(&format!("confirm: {source}")), "{answer}");
+    assert!(answer["detail"].as_str().unwrap().contains(&format!("confirm: {source}")), "{answer}");
     execute["confirm"] = json!(source);
     let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
@@ -346,13 +348,10 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     // An operator with no grant sees no such run: the same 404 as a run that does not exist.
     let (status, answer) = api.get(&path(""), "stranger").await;
     assert_eq!((status, slug(&answer)), (StatusCode::NOT_FOUND, "not-found"), "{answer}");
-    assert_eq!(answer["message"], json!(format!("there is no run {run}")));
+    assert_eq!(answer["detail"], json!(format!("there is no run {run}")));
     let other = Uuid::new_v4();
     let (status, nothing) = api.get(&format!("/api/v1/runs/{other}"), OPERATOR).await;
-    assert_eq!(
-        (status, nothing["message"].clone()),
-        (StatusCode::NOT_FOUND, json!(format!("there is no run {other}")))
-    );
+    assert_eq!((status, nothing["detail"].clone()), (StatusCode::NOT_FOUND, json!(format!("there is no run {other}"))));
     let (_, list) = api.get("/api/v1/runs", "stranger").await;
     assert_eq!(list["runs"], json!([]));
     let (status, _) = api.call(Method::GET, &path("/events"), Some("stranger"), None).await;
@@ -410,7 +409,7 @@ async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
     // A return needs the source queue's name typed; the refusal says what a return does.
     let (status, answer) = api.post(&path("/return"), OPERATOR, json!({})).await;
     assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains("Messages already delivered stay on the target"), "{answer}");
+    assert!(answer["detail"].as_str().unwrap().contains("Messages already delivered stay on the target"), "{answer}");
     let (status, answer) = api.post(&path("/return"), OPERATOR, json!({ "confirm": source })).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
     let (_, counters) = world.wait_run(run, &["returned"], Duration::from_secs(120)).await;
