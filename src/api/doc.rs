@@ -7,6 +7,7 @@
 //! 400) and [`ApiError::internal`](super::error::ApiError::internal) (500 and 503). A handler declares what only
 //! it answers.
 
+use serde_json::Value;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{Schema, SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -168,7 +169,8 @@ fn add_common(operation: &mut Operation) {
             .schema(Some(
                 utoipa::openapi::ObjectBuilder::new()
                     .schema_type(utoipa::openapi::Type::String)
-                    .max_length(Some(super::auth::MAX_OPERATOR_CHARS)),
+                    .max_length(Some(super::auth::MAX_OPERATOR_CHARS))
+                    .pattern(Some(OPERATOR_PATTERN)),
             ))
             .build();
         operation.parameters.get_or_insert_with(Vec::new).push(operator);
@@ -194,4 +196,112 @@ fn body_may_be_left_out(operation: &mut Operation) {
 
 fn is_null(schema: &RefOr<Schema>) -> bool {
     matches!(schema, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null))
+}
+
+/// What `X-Operator` takes: printable US-ASCII, no white space at either end (it is trimmed).
+const OPERATOR_PATTERN: &str = "^[!-~]([ -~]*[!-~])?$";
+
+/// What a string of a body takes ([`Controls::LineBreaks`](super::input::Controls)): no control character but
+/// tab, line feed and carriage return. Both ECMA-262 and Python read `\uXXXX` in a pattern.
+const BODY_TEXT: &str = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$";
+
+/// What a path parameter or one-line free text takes: no control character at all.
+pub const LINE_TEXT: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+/// The document saying what `super::input` checks at the door, so a client (or a fuzzer) generating values
+/// from it sends nothing refused for reasons it could not read: every string of a request body and every
+/// string path parameter carries its pattern, and every object of a request body refuses properties it does not
+/// name. Done over the JSON form, where the walk is one function, and read back.
+pub fn text_rules(document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    let mut doc = serde_json::to_value(&document).expect("the document serialises");
+    let mut found = Vec::new();
+    strings_at(&doc["paths"], "$ref", &mut found);
+    let mut bodies: Vec<String> = found.into_iter().filter(|r| r.contains("/schemas/")).map(str::to_string).collect();
+    bodies.retain(|r| request_bodies_name(&doc, r));
+    for item in doc["paths"].as_object_mut().into_iter().flat_map(|paths| paths.values_mut()) {
+        for operation in item.as_object_mut().into_iter().flat_map(|item| item.values_mut()) {
+            for parameter in operation["parameters"].as_array_mut().into_iter().flatten() {
+                if parameter["in"] == "path" {
+                    with_pattern(&mut parameter["schema"], LINE_TEXT);
+                }
+                never_null(&mut parameter["schema"]);
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(reference) = bodies.pop() {
+        let name = reference.rsplit('/').next().unwrap_or_default().to_string();
+        if seen.insert(name.clone()) {
+            let schema = &mut doc["components"]["schemas"][&name];
+            let mut inner = Vec::new();
+            strings_at(schema, "$ref", &mut inner);
+            bodies.extend(inner.into_iter().map(str::to_string));
+            tighten(schema);
+        }
+    }
+    serde_json::from_value(doc).expect("the document reads back")
+}
+
+/// Whether `reference` is the schema of some operation's request body.
+fn request_bodies_name(doc: &Value, reference: &str) -> bool {
+    let operations = doc["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+        .flat_map(|item| item.as_object().into_iter().flat_map(|item| item.values()));
+    operations
+        .flat_map(|o| o["requestBody"]["content"].as_object().into_iter().flat_map(|c| c.values()))
+        .any(|content| content["schema"]["$ref"] == reference)
+}
+
+/// A parameter's value is sent or not, never `null`: utoipa makes an `Option<T>` parameter `[T, "null"]`, and a
+/// client reading that would send the text "null".
+fn never_null(schema: &mut Value) {
+    if let Some(types) = schema["type"].as_array_mut() {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            schema["type"] = only.clone();
+        }
+    }
+}
+
+/// `pattern` on `schema` if it is a plain string (no enum, format or pattern of its own).
+fn with_pattern(schema: &mut Value, pattern: &str) {
+    let is_string =
+        schema["type"] == "string" || schema["type"].as_array().is_some_and(|t| t.contains(&"string".into()));
+    let plain = ["enum", "format", "pattern", "const"].iter().all(|k| schema.get(k).is_none());
+    if is_string && plain {
+        schema["pattern"] = Value::from(pattern);
+    }
+}
+
+/// A request body's schema as [`text_rules`] says: its strings patterned, its objects closed.
+fn tighten(schema: &mut Value) {
+    with_pattern(schema, BODY_TEXT);
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.values_mut().for_each(tighten);
+        if schema.get("additionalProperties").is_none() {
+            schema["additionalProperties"] = Value::Bool(false);
+        }
+    }
+    for key in ["oneOf", "anyOf", "allOf"] {
+        schema.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().for_each(tighten);
+    }
+    if let Some(items) = schema.get_mut("items").filter(|i| i.is_object()) {
+        tighten(items);
+    }
+}
+
+/// Every string under `key` anywhere in `value` (`$ref`s, descriptions).
+pub(super) fn strings_at<'v>(value: &'v Value, key: &str, found: &mut Vec<&'v str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(text)) = map.get(key) {
+                found.push(text);
+            }
+            map.values().for_each(|v| strings_at(v, key, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| strings_at(v, key, found)),
+        _ => {}
+    }
 }

@@ -11,6 +11,7 @@ use axum::Router;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
+use super::doc::strings_at;
 use super::{document, router, ApiState, ServiceTokens};
 
 /// The methods a route could be served on (HEAD is GET's, OPTIONS and the rest are never routed here).
@@ -268,20 +269,6 @@ fn the_document_says_what_the_code_does() {
     }
 }
 
-/// Every string under `key` anywhere in `value` (`$ref`s, descriptions).
-fn strings_at<'v>(value: &'v Value, key: &str, found: &mut Vec<&'v str>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(text)) = map.get(key) {
-                found.push(text);
-            }
-            map.values().for_each(|v| strings_at(v, key, found));
-        }
-        Value::Array(items) => items.iter().for_each(|v| strings_at(v, key, found)),
-        _ => {}
-    }
-}
-
 #[test]
 fn every_reference_resolves() {
     let doc = generated();
@@ -302,4 +289,22 @@ fn no_description_carries_a_rustdoc_link() {
     strings_at(&doc, "description", &mut found);
     let links: Vec<&str> = found.into_iter().filter(|d| d.contains("[`")).collect();
     assert!(links.is_empty(), "rustdoc links in the document: {links:#?}");
+}
+
+/// The document says what the door refuses (`api::input`), so a client generating values from it is not refused
+/// for a reason it could not read: body strings and path parameters are patterned, body objects closed.
+#[test]
+fn the_document_says_what_the_door_refuses() {
+    let doc = generated();
+    let schemas = &doc["components"]["schemas"];
+    let reason = &schemas["StopBody"]["properties"]["reason"];
+    assert_eq!((&reason["pattern"], &reason["maxLength"]), (&Value::from(super::doc::LINE_TEXT), &Value::from(1000)));
+    let queue = &schemas["QueueBody"];
+    assert_eq!(queue["additionalProperties"], false, "{queue}");
+    assert!(queue["properties"]["queue"]["pattern"].is_string(), "{queue}");
+    for variant in schemas["SelectionBody"]["oneOf"].as_array().expect("oneOf") {
+        assert_eq!(variant["additionalProperties"], false, "{variant}");
+    }
+    let targets = operation(&doc, "listTargets");
+    assert_eq!(targets["parameters"][0]["schema"]["pattern"], super::doc::LINE_TEXT, "{targets}");
 }

@@ -81,7 +81,7 @@ fn routes() -> OpenApiRouter<ApiState> {
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut document = routes().into_openapi();
     doc::Common.modify(&mut document);
-    document
+    doc::text_rules(document)
 }
 
 /// The API's routes over `state`.

@@ -126,14 +126,46 @@ pub enum SelectionBody {
     /// Broker message ids: each positive, each once.
     Ids(MessageIds),
     /// An Artemis core selector.
-    Filter(String),
+    Filter(FilterText),
     /// The whole queue.
     All,
 }
 
-/// Broker message ids (Artemis numbers its messages from 1).
+/// An Artemis core selector: text with at least one character that is not white space.
 #[derive(Debug, Deserialize)]
+pub struct FilterText(pub String);
+
+impl utoipa::PartialSchema for FilterText {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        // Body text (no control character but line breaks and tab) holding one character that is neither white
+        // space nor a control character.
+        let pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*\
+            [^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$";
+        ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).pattern(Some(pattern)).into()
+    }
+}
+
+impl ToSchema for FilterText {}
+
+/// Broker message ids (Artemis numbers its messages from 1).
+#[derive(Debug)]
 pub struct MessageIds(pub Vec<i64>);
+
+/// Whole numbers, as JSON Schema's `integer` has them: `7.0` is 7 (a client's JSON library may write it so).
+impl<'de> Deserialize<'de> for MessageIds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<MessageIds, D::Error> {
+        let numbers = Vec::<serde_json::Number>::deserialize(deserializer)?;
+        let ids: Option<Vec<i64>> = numbers.iter().map(whole_number).collect();
+        ids.map(MessageIds).ok_or_else(|| serde::de::Error::custom("a message id is a whole number"))
+    }
+}
+
+/// `n` as an i64 when it is a whole number that fits (a float beyond 2^53 is not exact, so not taken).
+fn whole_number(n: &serde_json::Number) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= EXACT).map(|f| f as i64))
+}
 
 /// What [`selection`] takes: at least one id, each at least 1, none twice.
 impl utoipa::PartialSchema for MessageIds {
@@ -222,10 +254,10 @@ fn selection(body: SelectionBody) -> Result<Selection, ApiError> {
             invalid("the selection names a message id more than once")
         }
         SelectionBody::Ids(MessageIds(ids)) => Ok(Selection::Ids(ids)),
-        SelectionBody::Filter(f) if f.trim().is_empty() => {
+        SelectionBody::Filter(FilterText(f)) if f.trim().is_empty() => {
             invalid("the filter is empty: to take the whole queue, send {\"kind\": \"all\"}")
         }
-        SelectionBody::Filter(f) => Ok(Selection::Filter(f)),
+        SelectionBody::Filter(FilterText(f)) => Ok(Selection::Filter(f)),
         SelectionBody::All => Ok(Selection::All),
     }
 }
@@ -233,4 +265,35 @@ fn selection(body: SelectionBody) -> Result<Selection, ApiError> {
 fn has_duplicates(ids: &[i64]) -> bool {
     let mut seen = std::collections::HashSet::with_capacity(ids.len());
     !ids.iter().all(|id| seen.insert(*id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn selection_of(value: serde_json::Value) -> Result<Selection, ApiError> {
+        let body: SelectionBody =
+            serde_json::from_value(value).map_err(|e| ApiError::bad_request("invalid-request", e.to_string()))?;
+        selection(body)
+    }
+
+    #[test]
+    fn message_ids_are_whole_positive_and_named_once() {
+        assert_eq!(selection_of(json!({ "kind": "ids", "value": [3, 7.0] })).unwrap(), Selection::Ids(vec![3, 7]));
+        for (ids, slug) in [
+            (json!([1, 1]), "invalid-selection"),
+            (json!([0]), "invalid-selection"),
+            (json!([-4]), "invalid-selection"),
+            (json!([]), "invalid-selection"),
+            (json!([1.5]), "invalid-request"),
+            (json!([1e300]), "invalid-request"),
+        ] {
+            let e = selection_of(json!({ "kind": "ids", "value": ids })).unwrap_err();
+            assert_eq!((e.status, e.slug), (StatusCode::BAD_REQUEST, slug), "{ids}");
+        }
+        let e = selection_of(json!({ "kind": "all", "limit": 5 })).unwrap_err();
+        assert_eq!(e.slug, "invalid-request");
+        assert_eq!(selection_of(json!({ "kind": "filter", "value": " \n" })).unwrap_err().slug, "invalid-selection");
+    }
 }

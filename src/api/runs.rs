@@ -226,7 +226,7 @@ const MAX_REASON_CHARS: usize = 1000;
 #[serde(deny_unknown_fields)]
 pub struct StopBody {
     /// Why (recorded on the run); default "operator request". One line of printable text.
-    #[schema(max_length = 1000)]
+    #[schema(max_length = 1000, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$")]
     pub reason: Option<String>,
 }
 
@@ -383,6 +383,20 @@ pub struct EventsQuery {
 /// (two writers of one run's log at once: a batch and a stop). A transaction of a batch lasts at most its lease.
 const LATE_WINDOW_SECS: i64 = 120;
 
+/// One server-sent event of a run's stream, as a client parses it. Only its schema is used: the stream writes
+/// axum's `Event`s.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct StreamEvent {
+    /// Its name: the kind of an event log row, or `progress`, `error` or `end`.
+    pub event: String,
+    /// JSON: a RunEvent (an event log row), {state, counters, stop_reason, last_error} (`progress`), {message}
+    /// (`error`) or {run, state} (`end`).
+    pub data: String,
+    /// The event log row's id (rows only): what Last-Event-ID or `after` resumes from.
+    pub id: Option<String>,
+}
+
 /// Where a stream is: the highest event id sent, the ids sent recently (to send a late row once), the progress
 /// last sent, whether the end was sent.
 struct Cursor {
@@ -413,11 +427,12 @@ struct Cursor {
     params(
         RunParam,
         EventsQuery,
-        ("Last-Event-ID" = Option<i64>, Header, description = "The last event id already seen (as `after`)"),
+        ("Last-Event-ID" = Option<i64>, Header, minimum = 0,
+            description = "The last event id already seen (as `after`)"),
     ),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "The event stream", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "The event stream", body = StreamEvent, content_type = "text/event-stream"),
         OnOneRun,
     ))]
 pub async fn events(
@@ -429,6 +444,9 @@ pub async fn events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let run = run_id(&run)?;
     let Query(q) = query?;
+    if q.after.is_some_and(|after| after < 0) {
+        return Err(ApiError::bad_request("invalid-request", "after must be an event id (0 or more)"));
+    }
     let from_header = last_event_id(&headers)?;
     require_visible(&state, run, &caller).await?;
     let after = q.after.or(from_header).unwrap_or(0);

@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 use testbed::TestBed;
 use uuid::Uuid;
 
+mod fuzz;
 mod input;
 
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
