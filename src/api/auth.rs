@@ -21,6 +21,11 @@ use super::ApiState;
 /// The environment variable holding the service tokens.
 pub const TOKENS_ENV: &str = "ARTEMIS_TRANSFER_API_TOKENS";
 
+/// The environment variable holding the token a scrape of `/metrics` must present; unset, `/metrics` is open.
+/// It is not a service token: a scraper's token sits in a Prometheus configuration and must not act for anyone,
+/// and a service has no business scraping.
+pub const METRICS_TOKEN_ENV: &str = "ARTEMIS_TRANSFER_METRICS_TOKEN";
+
 /// The header naming the operator a call acts for.
 pub const OPERATOR_HEADER: &str = "x-operator";
 
@@ -63,6 +68,9 @@ pub enum TokensError {
     /// Two services share a name or a token.
     #[error("{TOKENS_ENV}: {0}")]
     Duplicate(String),
+    /// The metrics token is too short.
+    #[error("{METRICS_TOKEN_ENV} is shorter than {MIN_TOKEN_CHARS} characters")]
+    ShortMetrics,
 }
 
 fn digest(token: &str) -> [u8; 32] {
@@ -102,6 +110,21 @@ impl ServiceTokens {
         ServiceTokens::parse(&std::env::var(TOKENS_ENV).unwrap_or_default())
     }
 
+    /// The token `/metrics` asks for, from [`METRICS_TOKEN_ENV`]; `None` when it is unset or empty.
+    pub fn metrics_from_env() -> Result<Option<ServiceTokens>, TokensError> {
+        let token = std::env::var(METRICS_TOKEN_ENV).unwrap_or_default();
+        ServiceTokens::metrics(token.trim())
+    }
+
+    /// `token` as the one token of a scraper (none when empty).
+    fn metrics(token: &str) -> Result<Option<ServiceTokens>, TokensError> {
+        match token.chars().count() {
+            0 => Ok(None),
+            n if n < MIN_TOKEN_CHARS => Err(TokensError::ShortMetrics),
+            _ => Ok(Some(ServiceTokens { services: vec![("metrics".into(), digest(token))] })),
+        }
+    }
+
     /// The service whose token `presented` is. Every digest is compared in full, whatever matches.
     pub fn service_of(&self, presented: &str) -> Option<&str> {
         let d = digest(presented);
@@ -134,6 +157,20 @@ impl FromRequestParts<ApiState> for Caller {
         let operator = operator(&parts.headers)?;
         tracing::debug!(service, operator, "API caller");
         Ok(Caller { service: service.to_string(), operator: operator.to_string() })
+    }
+}
+
+/// A scrape of `/metrics`: it presents the metrics token when one is set ([`METRICS_TOKEN_ENV`]).
+#[derive(Debug)]
+pub struct Scraper;
+
+impl FromRequestParts<ApiState> for Scraper {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Scraper, ApiError> {
+        let Some(expected) = &state.metrics_token else { return Ok(Scraper) };
+        let token = bearer_token(&parts.headers)?;
+        expected.service_of(token).map(|_| Scraper).ok_or_else(|| unauthenticated("the token is not the metrics token"))
     }
 }
 
@@ -254,5 +291,14 @@ mod tests {
         assert_eq!(slug(&[("x-operator", b"a\tb")]), "invalid-operator");
         assert_eq!(slug(&[("x-operator", "a".repeat(201).as_bytes())]), "invalid-operator");
         assert_eq!(slug(&[("x-operator", b"alice"), ("x-operator", b"bob")]), "invalid-request");
+    }
+
+    #[test]
+    fn a_metrics_token_is_optional_and_long() {
+        assert!(ServiceTokens::metrics("").unwrap().is_none());
+        assert!(matches!(ServiceTokens::metrics("short"), Err(TokensError::ShortMetrics)));
+        let t = ServiceTokens::metrics(A).unwrap().unwrap();
+        assert_eq!(t.service_of(A), Some("metrics"));
+        assert_eq!(t.service_of(B), None);
     }
 }

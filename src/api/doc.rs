@@ -51,6 +51,9 @@ pub struct ApiDoc;
 /// The security scheme's name, as the handlers' `security(("bearer" = []))` say it.
 pub const BEARER: &str = "bearer";
 
+/// The security scheme of `/metrics`, as its `security(("metrics" = []))` says it.
+pub const METRICS: &str = "metrics";
+
 /// What every authenticated operation shares, and the answers of a failure of a system: applied to the document
 /// once the router has added the paths (a `modifiers(..)` of [`ApiDoc`] would run before there are any).
 pub struct Common;
@@ -58,15 +61,10 @@ pub struct Common;
 impl Modify for Common {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            BEARER,
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("A service token from ARTEMIS_TRANSFER_API_TOKENS (service=token pairs)."))
-                    .build(),
-            ),
-        );
+        let service = "A service token from ARTEMIS_TRANSFER_API_TOKENS (service=token pairs).";
+        components.add_security_scheme(BEARER, bearer_scheme(service));
+        let metrics = "The metrics token (ARTEMIS_TRANSFER_METRICS_TOKEN), when the service has one.";
+        components.add_security_scheme(METRICS, bearer_scheme(metrics));
         for (name, description) in COMMON_ANSWERS {
             components.responses.insert(name.to_string(), RefOr::T(error_answer(description)));
         }
@@ -88,6 +86,11 @@ impl Modify for Common {
             }
         }
     }
+}
+
+/// An HTTP bearer scheme described as `description`.
+fn bearer_scheme(description: &str) -> SecurityScheme {
+    SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(description)).build())
 }
 
 /// The answers that several operations share, by component name.

@@ -26,6 +26,7 @@ fn unreachable_state() -> ApiState {
     ApiState {
         pool,
         tokens: Arc::new(ServiceTokens::parse("test=0123456789abcdef0123456789abcdef").expect("a token")),
+        metrics_token: None,
         max_attempts: 1,
         preview_valid_for: Duration::from_secs(60),
         events_every: Duration::from_millis(50),

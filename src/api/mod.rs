@@ -9,8 +9,9 @@
 //! (`application/problem+json`, `type` = `/problems/<slug>`) with a fitting status ([`error`]); every answer
 //! carries the request's id in `X-Request-Id` ([`request`]).
 //!
-//! `/health` (the process answers), `/ready` (the database answers and its schema is this build's) and
-//! `/metrics` (Prometheus) need no token: they say nothing about any message or operator.
+//! `/health` (the process answers) and `/ready` (the database answers and its schema is this build's) need no
+//! token: they say nothing about any message or operator. `/metrics` (Prometheus) needs one only when
+//! `ARTEMIS_TRANSFER_METRICS_TOKEN` is set: its counts describe the traffic, which a deployment may keep to itself.
 
 pub mod auth;
 pub mod doc;
@@ -43,6 +44,8 @@ pub struct ApiState {
     pub pool: PgPool,
     /// The services that may call.
     pub tokens: Arc<ServiceTokens>,
+    /// The token `/metrics` asks for, if any (`auth::METRICS_TOKEN_ENV`).
+    pub metrics_token: Option<Arc<ServiceTokens>>,
     /// Attempts of a job before its run is Interrupted (`retry.max_attempts`), for the runs the API starts.
     pub max_attempts: i32,
     /// How long a preview may be executed after it was made.

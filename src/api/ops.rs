@@ -11,6 +11,7 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::auth::Scraper;
 use super::error::{ApiError, Problem};
 use super::ApiState;
 use crate::jobs::store::metrics;
@@ -92,12 +93,15 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
         artemis_transfer_runs{state}, artemis_transfer_jobs{state}, artemis_transfer_run_slots_taken, \
         artemis_transfer_run_slots_limit, artemis_transfer_live_run_messages{outcome}, \
         artemis_transfer_live_run_delivered_bytes.",
+    security((), ("metrics" = [])),
     responses(
         (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
+        (status = 401, description = "ARTEMIS_TRANSFER_METRICS_TOKEN is set and the request does not present it \
+            (unauthenticated)", body = Problem),
         (status = 500, description = "A failure of ours (internal)", body = Problem),
         (status = 503, description = "The database is out of reach (database-unavailable)", body = Problem),
     ))]
-pub async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError> {
+pub async fn metrics(State(state): State<ApiState>, _scraper: Scraper) -> Result<Response, ApiError> {
     let pool = &state.pool;
     let runs = metrics::metrics_runs_by_state(pool).await?;
     let jobs = metrics::metrics_jobs_by_state(pool).await?;

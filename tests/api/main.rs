@@ -47,6 +47,11 @@ struct Api {
 
 impl Api {
     async fn start(world: &World) -> Api {
+        Api::start_with(world, &[]).await
+    }
+
+    /// [`Api::start`] with `extra` in the service's environment.
+    async fn start_with(world: &World, extra: &[(&str, &str)]) -> Api {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let log = world.log_dir.join("serve.log");
         let child = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
@@ -55,7 +60,7 @@ impl Api {
             .env("ARTEMIS_TRANSFER_API_TOKENS", format!("studio={TOKEN}"))
             .env("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "200")
             .env("RUST_LOG", "info,artemis_transfer=debug")
-            .envs(world.worker_env(&[]))
+            .envs(world.worker_env(extra))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -270,6 +275,43 @@ async fn the_door_needs_a_token_and_an_operator_and_every_documented_path_is_rou
     let names: Vec<&str> = answer["clusters"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["east", "west"]);
     assert!(!answer.to_string().contains("testbed"), "the credentials' reference is shown: {answer}");
+    api.assert_no_secret();
+}
+
+/// The metrics token of [`metrics_may_need_a_token`].
+const METRICS_TOKEN: &str = "metrics-scrape-token-0123456789abcdef";
+
+/// `GET /metrics`, with `token` as a bearer token if any.
+async fn scrape(api: &Api, token: Option<&str>) -> (StatusCode, Value) {
+    let mut request = api.client.get(format!("{}/metrics", api.base));
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    api.bodies.lock().unwrap().push(text.clone());
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[tokio::test]
+async fn metrics_may_need_a_token() {
+    let world = World::new("api_metrics", &[]).await;
+    let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER_METRICS_TOKEN", METRICS_TOKEN)]).await;
+    for token in [None, Some(TOKEN), Some("not-the-metrics-token-0123456789")] {
+        let (status, answer) = scrape(&api, token).await;
+        assert_eq!((status, slug(&answer)), (StatusCode::UNAUTHORIZED, "unauthenticated"), "{answer}");
+    }
+    let (status, answer) = scrape(&api, Some(METRICS_TOKEN)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer.as_str().is_some_and(|m| m.contains("artemis_transfer_runs")), "{answer}");
+    // Health and readiness stay open: a platform's probes carry no token.
+    for path in ["/health", "/ready"] {
+        let r = api.client.get(format!("{}{path}", api.base)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+    }
+    let log = std::fs::read_to_string(&api.log).unwrap();
+    assert!(!log.contains(METRICS_TOKEN), "the log holds the metrics token");
     api.assert_no_secret();
 }
 
