@@ -211,23 +211,51 @@ const BODY_TEXT: &str = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-
 /// What a path parameter or one-line free text takes: no control character at all.
 pub const LINE_TEXT: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
 
+/// The document as served: utoipa's, with what is done over its JSON form — the door's rules ([`text_rules`]) and
+/// a preview's links ([`links_from_a_preview`]; utoipa writes a link's keys in snake case, which no reader takes).
+pub fn finish(mut doc: Value) -> Value {
+    text_rules(&mut doc);
+    links_from_a_preview(&mut doc);
+    doc
+}
+
+/// What a stored preview leads to: each call on its run, by `run_id` (and execute with the `plan_hash` it
+/// answered), so a client — or a fuzzer's stateful phase — can follow a preview through the run's actions.
+fn links_from_a_preview(doc: &mut Value) {
+    let run = "$response.body#/run_id";
+    let mut links = serde_json::Map::new();
+    for id in ["getRun", "followRun", "stopRun", "resumeRun", "returnRun"] {
+        links.insert(id.into(), serde_json::json!({ "operationId": id, "parameters": { "run": run } }));
+    }
+    let execute = serde_json::json!({
+        "operationId": "executeRun",
+        "parameters": { "run": run },
+        "requestBody": { "plan_hash": "$response.body#/plan_hash" },
+    });
+    links.insert("executeRun".into(), execute);
+    doc["paths"]["/api/v1/previews"]["post"]["responses"]["201"]["links"] = Value::Object(links);
+}
+
 /// The document saying what `super::input` checks at the door, so a client (or a fuzzer) generating values
 /// from it sends nothing refused for reasons it could not read: every string of a request body and every
 /// string path parameter carries its pattern, and every object of a request body refuses properties it does not
-/// name. Done over the JSON form, where the walk is one function, and read back.
-pub fn text_rules(document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
-    let mut doc = serde_json::to_value(&document).expect("the document serialises");
+/// name. Done over the JSON form, where the walk is one function.
+fn text_rules(doc: &mut Value) {
     let mut found = Vec::new();
     strings_at(&doc["paths"], "$ref", &mut found);
     let mut bodies: Vec<String> = found.into_iter().filter(|r| r.contains("/schemas/")).map(str::to_string).collect();
-    bodies.retain(|r| request_bodies_name(&doc, r));
+    bodies.retain(|r| request_bodies_name(doc, r));
     for item in doc["paths"].as_object_mut().into_iter().flat_map(|paths| paths.values_mut()) {
         for operation in item.as_object_mut().into_iter().flat_map(|item| item.values_mut()) {
-            for parameter in operation["parameters"].as_array_mut().into_iter().flatten() {
-                if parameter["in"] == "path" {
-                    with_pattern(&mut parameter["schema"], LINE_TEXT);
+            // `get_mut`, not `[..]`: indexing a JSON object mutably adds the key, as null, where it is missing.
+            let parameters = operation.get_mut("parameters").and_then(Value::as_array_mut);
+            for parameter in parameters.into_iter().flatten() {
+                let path = parameter["in"] == "path";
+                let Some(schema) = parameter.get_mut("schema") else { continue };
+                if path {
+                    with_pattern(schema, LINE_TEXT);
                 }
-                never_null(&mut parameter["schema"]);
+                never_null(schema);
             }
         }
     }
@@ -242,7 +270,6 @@ pub fn text_rules(document: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenAp
             tighten(schema);
         }
     }
-    serde_json::from_value(doc).expect("the document reads back")
 }
 
 /// Whether `reference` is the schema of some operation's request body.
@@ -260,7 +287,7 @@ fn request_bodies_name(doc: &Value, reference: &str) -> bool {
 /// A parameter's value is sent or not, never `null`: utoipa makes an `Option<T>` parameter `[T, "null"]`, and a
 /// client reading that would send the text "null".
 fn never_null(schema: &mut Value) {
-    if let Some(types) = schema["type"].as_array_mut() {
+    if let Some(types) = schema.get_mut("type").and_then(Value::as_array_mut) {
         types.retain(|t| t != "null");
         if let [only] = types.as_slice() {
             schema["type"] = only.clone();

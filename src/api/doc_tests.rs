@@ -34,7 +34,7 @@ fn unreachable_state() -> ApiState {
 }
 
 fn generated() -> Value {
-    serde_json::to_value(document()).expect("the document serialises")
+    document()
 }
 
 /// Every (method, path) of the document.
@@ -308,4 +308,40 @@ fn the_document_says_what_the_door_refuses() {
     }
     let targets = operation(&doc, "listTargets");
     assert_eq!(targets["parameters"][0]["schema"]["pattern"], super::doc::LINE_TEXT, "{targets}");
+}
+
+/// A preview's links name operations of the document, by the keys OpenAPI spells (`operationId`).
+#[test]
+fn every_link_names_an_operation_of_the_document() {
+    let doc = generated();
+    let created = &operation(&doc, "createPreview")["responses"]["201"];
+    let links = created["links"].as_object().expect("a stored preview links to its run's calls");
+    assert!(links.contains_key("executeRun"), "{created}");
+    for (name, link) in links {
+        let id = link["operationId"].as_str().unwrap_or_else(|| panic!("{name}: no operationId: {link}"));
+        operation(&doc, id);
+        assert_eq!(link["parameters"]["run"], "$response.body#/run_id", "{name}");
+    }
+}
+
+/// Where a value of the document is JSON null (a key added by indexing the JSON mutably, say).
+fn nulls(value: &Value, at: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Null => found.push(at.to_string()),
+        // A value a schema describes may be null: a default, an example, an enum's or a const's.
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| !["default", "example", "examples", "enum", "const"].contains(&k.as_str()))
+            .for_each(|(k, v)| nulls(v, &format!("{at}/{k}"), found)),
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| nulls(v, &format!("{at}/{i}"), found)),
+        _ => {}
+    }
+}
+
+/// No key of the document is null: a reader takes `"type": null` as a type (schemathesis 4.32 crashed on it).
+#[test]
+fn no_value_of_the_document_is_null() {
+    let mut found = Vec::new();
+    nulls(&generated(), "", &mut found);
+    assert!(found.is_empty(), "null in the document at {found:#?}");
 }

@@ -80,11 +80,11 @@ fn routes() -> OpenApiRouter<ApiState> {
         .nest("/api/v1", v1)
 }
 
-/// The OpenAPI document of [`router`]'s routes.
-pub fn document() -> utoipa::openapi::OpenApi {
+/// The OpenAPI document of [`router`]'s routes, as served (JSON).
+pub fn document() -> serde_json::Value {
     let mut document = routes().into_openapi();
     doc::Common.modify(&mut document);
-    doc::text_rules(document)
+    doc::finish(serde_json::to_value(&document).expect("the OpenAPI document serialises"))
 }
 
 /// The API's routes over `state`.

@@ -18,8 +18,7 @@ use crate::jobs::store::metrics;
 use crate::jobs::{JobState, RunState};
 
 /// The OpenAPI document, as JSON: made once, from the router's routes (see [`super::doc`]).
-static DOCUMENT: LazyLock<String> =
-    LazyLock::new(|| super::document().to_json().expect("the OpenAPI document serialises"));
+static DOCUMENT: LazyLock<String> = LazyLock::new(|| super::document().to_string());
 
 /// The answer of `/health`.
 #[derive(Debug, Serialize, ToSchema)]
