@@ -3,20 +3,12 @@
 
 use super::*;
 
-/// A request as the service would not send it: `headers` as given (each name may repeat), `body` as raw text.
+/// A request as the service would not send it: `headers` as given (each name may repeat), `body` as raw JSON text
+/// (none when empty).
 async fn raw(api: &Api, method: Method, path: &str, headers: &[(&str, &str)], body: &str) -> (StatusCode, Value) {
-    let mut request = api.client.request(method, format!("{}{path}", api.base));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if !body.is_empty() {
-        request = request.header("Content-Type", "application/json").body(body.to_string());
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    api.bodies.lock().unwrap().push(text.clone());
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    let body = (!body.is_empty()).then(|| ("application/json", body.to_string()));
+    let (status, _, answer) = answered(api, method, path, headers, body).await;
+    (status, answer)
 }
 
 /// The headers of a well-formed call for [`OPERATOR`].
@@ -145,7 +137,7 @@ async fn ambiguous_or_malformed_requests_are_refused_and_the_bearer_scheme_is_an
     api.assert_no_secret();
 }
 
-/// A request as [`raw`] sends it, answered with its headers.
+/// A request with `headers` as given and `body` of its content type, answered with its headers.
 async fn answered(
     api: &Api,
     method: Method,
