@@ -21,3 +21,6 @@ pub mod registry;
 pub mod secret;
 pub mod transfer;
 pub mod worker;
+
+#[cfg(test)]
+mod sql_placement_tests;

@@ -5,11 +5,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Duration;
 
 use sqlx::PgPool;
 
 use crate::broker::permits::{PermitError, PermitSource};
+use crate::jobs::executor::error_chain;
+use crate::jobs::store::budget;
 
 /// Permits from the Postgres token buckets.
 #[derive(Debug, Clone)]
@@ -24,18 +25,14 @@ impl PgPermits {
     }
 
     async fn take(&self, node: &str, cost: u32) -> Result<(), PermitError> {
-        let fail = |e: sqlx::Error| PermitError { node: node.to_string(), reason: e.to_string() };
         // One short statement (its own transaction): the bucket row is locked only while it runs. The tokens are
         // taken now, in turn (migration 0007), so a costly request is never overtaken by cheaper ones; the answer
         // is how long until the bucket would have held them.
-        let wait: f64 = sqlx::query_scalar("SELECT transfer_node_reserve($1, $2)")
-            .bind(node)
-            .bind(f64::from(cost))
-            .fetch_one(&self.pool)
+        let wait = budget::node_reserve(&self.pool, node, cost)
             .await
-            .map_err(fail)?;
-        if wait > 0.0 {
-            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+            .map_err(|e| PermitError { node: node.to_string(), reason: error_chain(&e) })?;
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
         Ok(())
     }

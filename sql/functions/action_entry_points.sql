@@ -80,6 +80,46 @@ BEGIN
 END;
 $$;
 
+-- One action as each entry point below runs it: checks that an operator is named, does the action (its checks
+-- raise), turns what they raised into a result, and audits the result. The catch is here once so that the four
+-- actions cannot drift in what they roll back and what they audit. Each argument after `p_operator` is used by
+-- the actions that take it (the entry points' own parameters) and is null for the others.
+CREATE OR REPLACE FUNCTION transfer__act(
+    p_action text, p_run uuid, p_operator text,
+    p_reason text DEFAULT NULL, p_plan_hash text DEFAULT NULL, p_acknowledged text[] DEFAULT NULL,
+    p_typed_queue text DEFAULT NULL, p_override_cap boolean DEFAULT NULL, p_max_attempts integer DEFAULT NULL)
+RETURNS transfer_action_result
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_result  transfer_action_result;
+    v_state   text;
+    v_message text;
+    v_detail  text;
+BEGIN
+    BEGIN
+        PERFORM transfer__operator_named(p_operator);
+        IF p_action = 'execute' THEN
+            v_result := transfer__execute(p_run, p_plan_hash, p_acknowledged, p_typed_queue, p_override_cap,
+                                          p_operator, p_max_attempts);
+        ELSIF p_action = 'stop' THEN
+            v_result := transfer__stop(p_run, p_reason, p_operator);
+        ELSIF p_action = 'resume' THEN
+            v_result := transfer__resume(p_run, p_operator, p_max_attempts);
+        ELSIF p_action = 'return' THEN
+            v_result := transfer__return(p_run, p_operator, p_max_attempts);
+        ELSE
+            RAISE EXCEPTION 'transfer__act: no action %', p_action USING ERRCODE = 'AT000';
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        -- Everything the block did is rolled back; the audit row below is not.
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
+        v_result := transfer__caught(v_state, v_message, v_detail);
+    END;
+    RETURN transfer__audited(p_operator, p_action, p_run, v_result);
+END;
+$$;
+
 -- transfer_execute(run, plan hash, acknowledged codes, typed queue name, cap override, operator [, max attempts]):
 -- executes a Previewed run for `operator` with the confirmation they gave. Audited, done or refused.
 --   SELECT * FROM transfer_execute('…run id…', '…plan hash…', ARRAY['last-value'], 'orders', false, 'alice');
@@ -90,22 +130,10 @@ CREATE OR REPLACE FUNCTION transfer_execute(
 RETURNS transfer_action_result
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    v_result  transfer_action_result;
-    v_state   text;
-    v_message text;
-    v_detail  text;
 BEGIN
-    BEGIN
-        PERFORM transfer__operator_named(p_operator);
-        v_result := transfer__execute(p_run, p_plan_hash, p_acknowledged, p_typed_queue, p_override_cap, p_operator,
-                                      p_max_attempts);
-    EXCEPTION WHEN OTHERS THEN
-        -- Everything the block did is rolled back; the audit row below is not.
-        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
-        v_result := transfer__caught(v_state, v_message, v_detail);
-    END;
-    RETURN transfer__audited(p_operator, 'execute', p_run, v_result);
+    RETURN transfer__act('execute', p_run, p_operator, p_plan_hash => p_plan_hash, p_acknowledged => p_acknowledged,
+                         p_typed_queue => p_typed_queue, p_override_cap => p_override_cap,
+                         p_max_attempts => p_max_attempts);
 END;
 $$;
 
@@ -116,20 +144,8 @@ CREATE OR REPLACE FUNCTION transfer_stop(p_run uuid, p_reason text, p_operator t
 RETURNS transfer_action_result
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    v_result  transfer_action_result;
-    v_state   text;
-    v_message text;
-    v_detail  text;
 BEGIN
-    BEGIN
-        PERFORM transfer__operator_named(p_operator);
-        v_result := transfer__stop(p_run, p_reason, p_operator);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
-        v_result := transfer__caught(v_state, v_message, v_detail);
-    END;
-    RETURN transfer__audited(p_operator, 'stop', p_run, v_result);
+    RETURN transfer__act('stop', p_run, p_operator, p_reason => p_reason);
 END;
 $$;
 
@@ -140,20 +156,8 @@ CREATE OR REPLACE FUNCTION transfer_resume(p_run uuid, p_operator text, p_max_at
 RETURNS transfer_action_result
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    v_result  transfer_action_result;
-    v_state   text;
-    v_message text;
-    v_detail  text;
 BEGIN
-    BEGIN
-        PERFORM transfer__operator_named(p_operator);
-        v_result := transfer__resume(p_run, p_operator, p_max_attempts);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
-        v_result := transfer__caught(v_state, v_message, v_detail);
-    END;
-    RETURN transfer__audited(p_operator, 'resume', p_run, v_result);
+    RETURN transfer__act('resume', p_run, p_operator, p_max_attempts => p_max_attempts);
 END;
 $$;
 
@@ -164,19 +168,7 @@ CREATE OR REPLACE FUNCTION transfer_return(p_run uuid, p_operator text, p_max_at
 RETURNS transfer_action_result
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    v_result  transfer_action_result;
-    v_state   text;
-    v_message text;
-    v_detail  text;
 BEGIN
-    BEGIN
-        PERFORM transfer__operator_named(p_operator);
-        v_result := transfer__return(p_run, p_operator, p_max_attempts);
-    EXCEPTION WHEN OTHERS THEN
-        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_detail = PG_EXCEPTION_DETAIL;
-        v_result := transfer__caught(v_state, v_message, v_detail);
-    END;
-    RETURN transfer__audited(p_operator, 'return', p_run, v_result);
+    RETURN transfer__act('return', p_run, p_operator, p_max_attempts => p_max_attempts);
 END;
 $$;

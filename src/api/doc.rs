@@ -215,6 +215,7 @@ pub const LINE_TEXT: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
 /// a preview's links ([`links_from_a_preview`]; utoipa writes a link's keys in snake case, which no reader takes).
 pub fn finish(mut doc: Value) -> Value {
     text_rules(&mut doc);
+    super::previews::where_messages_go(&mut doc);
     links_from_a_preview(&mut doc);
     doc
 }

@@ -12,7 +12,7 @@ use crate::jobs::executor::error_chain;
 use crate::registry::RegistryError;
 use crate::transfer::actions::{ActionError, Remedy};
 use crate::transfer::orphans::OrphanError;
-use crate::transfer::permissions::{MissingGrant, PermissionError};
+use crate::transfer::permissions::{GrantError, MissingGrant, PermissionError};
 use crate::transfer::service::ServiceError;
 use crate::transfer::view::ViewError;
 
@@ -237,6 +237,16 @@ impl From<PermissionError> for ApiError {
         match e {
             PermissionError::Missing(m) => ApiError::missing_grant(m),
             PermissionError::Db(_) => ApiError::internal("reading the grants", &e),
+        }
+    }
+}
+
+impl From<GrantError> for ApiError {
+    fn from(e: GrantError) -> ApiError {
+        match e {
+            GrantError::Permission(e) => e.into(),
+            GrantError::Invalid(words) => ApiError::bad_request("invalid-request", words),
+            GrantError::Db(_) => ApiError::internal("reading the grants", &e),
         }
     }
 }

@@ -13,6 +13,7 @@
 //! token: they say nothing about any message or operator. `/metrics` (Prometheus) needs one only when
 //! `ARTEMIS_TRANSFER_METRICS_TOKEN` is set: its counts describe the traffic, which a deployment may keep to itself.
 
+mod audit;
 pub mod auth;
 pub mod doc;
 pub mod error;
@@ -68,6 +69,9 @@ fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(runs::stop))
         .routes(routes!(runs::resume))
         .routes(routes!(runs::return_to_source))
+        .routes(routes!(audit::run_audit))
+        .routes(routes!(audit::cluster_audit))
+        .routes(routes!(audit::me))
         .routes(routes!(orphans::list))
         .routes(routes!(orphans::return_orphan))
         .routes(routes!(settings::show))

@@ -59,8 +59,7 @@ pub struct Readiness {
     ))]
 pub async fn ready(State(state): State<ApiState>) -> Response {
     let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    let applied: Result<Option<i64>, sqlx::Error> =
-        sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success").fetch_one(&state.pool).await;
+    let applied = crate::jobs::store::schema::schema_version(&state.pool).await;
     let not_ready = |why: String| {
         (StatusCode::SERVICE_UNAVAILABLE, Json(Readiness { status: "not ready", schema: None, why: Some(why) }))
     };

@@ -15,6 +15,7 @@ use super::ApiState;
 use crate::jobs::settings;
 use crate::registry::{store, ClusterNode};
 use crate::transfer::permissions;
+use crate::transfer::retry::preview_retry_and_store;
 use crate::transfer::service::{preview_and_store, targets_for, PreviewRequest, StoredPreview, Target};
 use crate::transfer::{Mode, PreviewSettings, QueueRef, Selection};
 
@@ -84,6 +85,12 @@ pub async fn targets(
 /// The body of `POST /api/v1/previews`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "mode": "move",
+    "source": { "cluster": "east", "node": "east-1", "queue": "orders" },
+    "target": { "cluster": "west", "node": "west-1", "queue": "orders" },
+    "selection": { "kind": "filter", "value": "region = 'eu'" }
+}))]
 pub struct PreviewBody {
     /// `move` (default) or `copy`.
     #[serde(default = "default_mode")]
@@ -91,10 +98,33 @@ pub struct PreviewBody {
     pub mode: Mode,
     /// `{cluster, node, queue}` of the source.
     pub source: QueueBody,
-    /// `{cluster, node, queue}` of the target.
-    pub target: QueueBody,
+    /// `{cluster, node, queue}` of the target; absent for a retry to the original queues.
+    #[serde(default)]
+    pub target: Option<QueueBody>,
+    /// A retry from a dead-letter queue: each selected message goes back to the queue it was dead-lettered or
+    /// expired from (`_AMQ_ORIG_QUEUE`), on the source's node; a move, without a `target`.
+    #[serde(default)]
+    pub to_original_queues: bool,
     /// `{"kind": "all"}`, `{"kind": "filter", "value": "<selector>"}` or `{"kind": "ids", "value": [..]}`.
     pub selection: SelectionBody,
+}
+
+/// A preview says where the messages go — a `target`, or `to_original_queues` on a move — as `preview` refuses
+/// anything else: written into the document's `PreviewBody` (utoipa has no attribute for it), so a client
+/// generating bodies from the document sends none that is refused for a rule it could not read.
+pub(super) fn where_messages_go(doc: &mut serde_json::Value) {
+    let to_a_target = serde_json::json!({
+        "required": ["target"],
+        "properties": {
+            "target": { "$ref": "#/components/schemas/QueueBody" },
+            "to_original_queues": { "const": false },
+        },
+    });
+    let back_where_they_were = serde_json::json!({
+        "required": ["to_original_queues"],
+        "properties": { "to_original_queues": { "const": true }, "target": { "type": "null" }, "mode": { "const": "move" } },
+    });
+    doc["components"]["schemas"]["PreviewBody"]["oneOf"] = serde_json::json!([to_a_target, back_where_they_were]);
 }
 
 /// A queue as a caller names it: the library's `QueueRef`, which also reads stored plans (so it takes unknown
@@ -218,14 +248,32 @@ pub async fn preview(
         capacity_threshold_pct: i64::from(current.capacity_threshold_pct),
         safety_cap: i64::try_from(current.safety_cap).unwrap_or(i64::MAX),
     };
-    let request = PreviewRequest {
-        mode: body.mode,
-        source: body.source.into(),
-        target: body.target.into(),
-        selection,
-        operator: caller.operator,
+    let source = QueueRef::from(body.source);
+    let target = match (body.target, body.to_original_queues, body.mode) {
+        (Some(target), false, _) => target.into(),
+        (None, true, Mode::Move) => source.clone(),
+        (None, false, _) => {
+            return Err(ApiError::bad_request(
+                "invalid-request",
+                "say where the messages go: a `target`, or `to_original_queues`",
+            ))
+        }
+        (Some(_), true, _) => {
+            return Err(ApiError::bad_request("invalid-request", "a `target` or `to_original_queues`, not both"))
+        }
+        (None, true, Mode::Copy) => {
+            return Err(ApiError::bad_request(
+                "invalid-request",
+                "a retry to the original queues is a move, not a copy",
+            ))
+        }
     };
-    let stored = preview_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?;
+    let request = PreviewRequest { mode: body.mode, source, target, selection, operator: caller.operator };
+    let stored = if body.to_original_queues {
+        preview_retry_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?
+    } else {
+        preview_and_store(&state.pool, &request, &preview_settings, state.preview_valid_for).await?
+    };
     let location = format!("/api/v1/runs/{}", stored.run_id);
     let answer = PreviewAnswer { can_start: stored.preview.can_start(), stored };
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(answer)).into_response())

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use base64::Engine;
 use chrono::{DateTime, Utc};
 use futures_util::stream::{self, Stream};
 use serde::{Deserialize, Serialize};
@@ -26,15 +27,16 @@ use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, Confirmation, RETURN_WARNING};
+use crate::transfer::store::view::{run_events_after, EventCursor};
 use crate::transfer::view::{self, LinesQuery, RunRecord};
 
 /// A path's run id, refused in words when it is not a UUID.
-fn run_id(text: &str) -> Result<Uuid, ApiError> {
+pub(super) fn run_id(text: &str) -> Result<Uuid, ApiError> {
     text.parse().map_err(|_| ApiError::bad_request("invalid-run-id", format!("{text:?} is not a run id (a UUID)")))
 }
 
 /// 404 unless `run` exists and the operator may see both its clusters.
-async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result<(), ApiError> {
+pub(super) async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller) -> Result<(), ApiError> {
     if view::visible(&state.pool, run, &caller.operator).await? {
         Ok(())
     } else {
@@ -53,8 +55,16 @@ pub struct ListQuery {
     /// Only runs in this state.
     #[param(value_type = Option<RunState>)]
     pub state: Option<String>,
-    /// Only runs made before this instant (RFC 3339): the next page is `before=<created_at of the last>`.
-    pub before: Option<DateTime<Utc>>,
+    /// Only runs from or to this cluster.
+    pub cluster: Option<String>,
+    /// Only runs this operator previewed.
+    pub operator: Option<String>,
+    /// Only runs made at or after this instant (RFC 3339).
+    pub since: Option<DateTime<Utc>>,
+    /// Only runs made before this instant (RFC 3339).
+    pub until: Option<DateTime<Utc>>,
+    /// The next page: the `next` of the previous answer, as it was given (opaque).
+    pub cursor: Option<String>,
 }
 
 /// The answer of `GET /api/v1/runs`.
@@ -62,14 +72,38 @@ pub struct ListQuery {
 pub struct Runs {
     /// The runs, newest first.
     pub runs: Vec<RunRecord>,
+    /// The `cursor` of the next page, with the same filters; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// The cursor of the page after `last`: where it stands in the list's order (made at, then id), opaque to callers.
+fn cursor_after(last: &RunRecord) -> String {
+    let key = format!("{}.{}", last.created_at.timestamp_micros(), last.id.simple());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key)
+}
+
+/// The keyset a cursor of [`cursor_after`] stands for; a 400 for any other text.
+fn keyset_of(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
+    let not_ours = || ApiError::bad_request("invalid-request", "the cursor is not one this service gave (use `next`)");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| not_ours())?;
+    let text = String::from_utf8(bytes).map_err(|_| not_ours())?;
+    let (micros, id) = text.split_once('.').ok_or_else(not_ours)?;
+    let at = micros.parse().ok().and_then(DateTime::from_timestamp_micros).ok_or_else(not_ours)?;
+    Ok((at, id.parse().map_err(|_| not_ours())?))
 }
 
 /// `GET /api/v1/runs`: the newest runs the operator may see.
 #[utoipa::path(get, path = "/runs", operation_id = "listRuns", tags = ["runs"], summary = "Runs",
-    description = "The newest runs the operator may see (both their clusters), newest first.",
+    description = "The newest runs the operator may see (both their clusters), newest first, a page at a time \
+        (`cursor` = the previous answer's `next`, with the same filters).",
     params(ListQuery),
     security(("bearer" = [])),
-    responses((status = 200, description = "The runs", body = Runs)))]
+    responses(
+        (status = 200, description = "A page of runs", body = Runs),
+        (status = 400, description = "A limit out of range, an unknown state, a cursor this service did not give, \
+            or an unknown query field (invalid-request)", body = Problem),
+    ))]
 pub async fn list(
     State(state): State<ApiState>,
     caller: Caller,
@@ -80,15 +114,26 @@ pub async fn list(
     if !(1..=500).contains(&limit) {
         return Err(ApiError::bad_request("invalid-request", "limit must be between 1 and 500"));
     }
-    if let Some(s) = &q.state {
-        s.parse::<RunState>().map_err(|_| {
+    let state_wanted = match &q.state {
+        None => None,
+        Some(s) => Some(s.parse::<RunState>().map_err(|_| {
             let known: Vec<&str> = RunState::ALL.iter().map(|s| s.as_str()).collect();
             ApiError::bad_request("invalid-request", format!("{s:?} is not a run state; states: {}", known.join(", ")))
-        })?;
-    }
-    let query = LinesQuery { limit, state: q.state, visible_to: Some(caller.operator), before: q.before };
+        })?),
+    };
+    let query = LinesQuery {
+        limit,
+        state: state_wanted,
+        visible_to: Some(caller.operator),
+        older_than: q.cursor.as_deref().map(keyset_of).transpose()?,
+        cluster: q.cluster,
+        started_by: q.operator,
+        since: q.since,
+        until: q.until,
+    };
     let runs = view::lines(&state.pool, &query).await?;
-    Ok(Json(Runs { runs }))
+    let next = (runs.len() as i64 == limit).then(|| runs.last().map(cursor_after)).flatten();
+    Ok(Json(Runs { runs, next }))
 }
 
 /// `GET /api/v1/runs/{run}`: the run's view (SPEC §7) — pipeline, rate, ETA, per-node outcome, events.
@@ -485,20 +530,9 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     c.recent.retain(|(_, at)| at.elapsed().as_secs() < 2 * LATE_WINDOW_SECS as u64);
     let recent: Vec<i64> = c.recent.iter().map(|(id, _)| *id).collect();
     // New rows in order, and rows below the highest sent that committed late (never sent twice).
-    let rows: Result<Vec<crate::jobs::store::record::RunEvent>, sqlx::Error> = sqlx::query_as(
-        "(SELECT id, at, kind, detail FROM run_event WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT 500) \
-         UNION ALL \
-         (SELECT id, at, kind, detail FROM run_event WHERE run_id = $1 AND id <= $2 AND id > $3 \
-          AND at > now() - make_interval(secs => $4) AND NOT (id = ANY($5)) ORDER BY id) \
-         ORDER BY id",
-    )
-    .bind(c.run)
-    .bind(c.after)
-    .bind(c.floor)
-    .bind(LATE_WINDOW_SECS as f64)
-    .bind(&recent)
-    .fetch_all(pool)
-    .await;
+    let cursor =
+        EventCursor { after: c.after, floor: c.floor, late_window_secs: LATE_WINDOW_SECS as f64, recent: &recent };
+    let rows = run_events_after(pool, c.run, cursor).await;
     let line = view::line(pool, c.run).await;
     let (rows, line) = match (rows, line) {
         (Ok(rows), Ok(Some(line))) => (rows, line),
@@ -530,4 +564,21 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
         out.push(Event::default().event("end").data(json!({ "run": c.run, "state": line.state }).to_string()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_stands_for_its_runs_keyset_and_nothing_else_is_taken_for_one() {
+        let at = DateTime::from_timestamp_micros(1_796_416_586_701_123).unwrap();
+        let id = Uuid::new_v4();
+        let key = format!("{}.{}", at.timestamp_micros(), id.simple());
+        let cursor = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key);
+        assert_eq!(keyset_of(&cursor).unwrap(), (at, id));
+        for bad in ["", "2026-01-01", "!!!", &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("12.nope")] {
+            assert_eq!(keyset_of(bad).unwrap_err().slug, "invalid-request", "{bad:?}");
+        }
+    }
 }

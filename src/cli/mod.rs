@@ -283,4 +283,18 @@ mod tests {
         assert!(matches!(cli.command, Command::Admin(_)));
         assert!(Cli::try_parse_from(["artemis-transfer", "admin", "requeue"]).is_err());
     }
+
+    #[test]
+    fn a_preview_goes_to_a_target_or_to_the_original_queues_never_both() {
+        let parse = |extra: &[&str]| {
+            let args = ["artemis-transfer", "preview", "--from", "east/east-1/DLQ", "--all"];
+            Cli::try_parse_from(args.iter().chain(extra))
+        };
+        let retry = parse(&["--to-original-queues"]).unwrap();
+        assert!(matches!(&retry.command, Command::Preview(a) if a.to_original_queues && a.to.is_none()));
+        assert!(parse(&["--to", "west/west-1/q"]).is_ok());
+        assert!(parse(&[]).is_err(), "somewhere to go is required");
+        assert!(parse(&["--to", "west/west-1/q", "--to-original-queues"]).is_err());
+        assert!(parse(&["--to-original-queues", "--copy"]).is_err(), "a retry is a move");
+    }
 }

@@ -1,4 +1,4 @@
-//! `artemis-transfer preview`: what a move or copy would find, in words, stored as a Previewed run that
+//! `artemis-transfer preview`: what a move, a copy or a retry from a dead-letter queue would find, in words, stored as a Previewed run that
 //! `execute` can start (by echoing its plan hash) until it expires. Nothing is changed on any broker.
 
 use std::io::Write;
@@ -10,6 +10,7 @@ use sqlx::PgPool;
 
 use crate::cli::CliError;
 use crate::jobs::settings;
+use crate::transfer::retry::preview_retry_and_store;
 use crate::transfer::service::{preview_and_store, PreviewRequest, StoredPreview};
 use crate::transfer::{Finding, Kind, Mode, PreviewSettings, QueueRef, Selection};
 
@@ -23,6 +24,7 @@ pub const EXIT_REFUSED: u8 = 3;
 #[derive(Debug, clap::Args)]
 #[command(
     group(clap::ArgGroup::new("selection").required(true).args(["ids", "filter", "all"])),
+    group(clap::ArgGroup::new("destination").required(true).args(["to", "to_original_queues"])),
     after_help = "Exit status: 0 when the preview was stored and nothing refuses the run (it may still need \
                   acknowledgements, and some facts may be unknown); 3 when the preview was stored but refuses \
                   the run; 1 when no preview could be made (an unknown cluster, node or credentials, or the \
@@ -34,7 +36,11 @@ pub struct PreviewArgs {
     pub from: QueueRef,
     /// The target queue, as `cluster/node/queue`.
     #[arg(long, value_name = "CLUSTER/NODE/QUEUE", value_parser = parse_queue_ref)]
-    pub to: QueueRef,
+    pub to: Option<QueueRef>,
+    /// Retry from a dead-letter queue: move each selected message back to the queue it was dead-lettered or
+    /// expired from (its `_AMQ_ORIG_QUEUE`), on the source's node.
+    #[arg(long, conflicts_with = "copy")]
+    pub to_original_queues: bool,
     /// Select these broker message ids (comma-separated).
     #[arg(long, value_delimiter = ',', num_args = 1.., value_name = "ID,ID,…")]
     pub ids: Option<Vec<i64>>,
@@ -86,12 +92,16 @@ pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<ExitCode, CliError>
     };
     let request = PreviewRequest {
         mode: if args.copy { Mode::Copy } else { Mode::Move },
+        target: args.to.unwrap_or_else(|| args.from.clone()),
         source: args.from,
-        target: args.to,
         selection,
         operator: super::grant::operator(args.operator)?,
     };
-    let stored = preview_and_store(pool, &request, &preview_settings, VALID_FOR).await?;
+    let stored = if args.to_original_queues {
+        preview_retry_and_store(pool, &request, &preview_settings, VALID_FOR).await?
+    } else {
+        preview_and_store(pool, &request, &preview_settings, VALID_FOR).await?
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         let text = serde_json::to_string_pretty(&stored).unwrap_or_default();
@@ -139,7 +149,7 @@ pub fn render(stored: &StoredPreview, now: DateTime<Utc>) -> String {
     };
     s += &format!("Preview of a {mode}\n");
     s += &format!("  from         {}\n", plan.source.display());
-    s += &format!("  to           {}\n", plan.target.display());
+    s += &format!("  to           {}\n", plan.to_words());
     s += &format!("  run          {}  (stored as Previewed; nothing was changed on any broker)\n", stored.run_id);
     s += &format!("  plan hash    {}\n", stored.plan_hash);
     let minutes = ((stored.expires_at - now).num_seconds().max(0) + 30) / 60;
@@ -301,6 +311,7 @@ mod tests {
             target: q("east-2"),
             selection: Selection::Filter("a = 1".into()),
             t0_millis: 1_700_000_000_000,
+            destination: Default::default(),
         };
         StoredPreview {
             run_id: Uuid::nil(),

@@ -8,6 +8,8 @@
 
 use sqlx::PgPool;
 
+use crate::jobs::store::schema;
+
 /// The files of `sql/functions/`, embedded in the binary, in the order they are applied. A SQL-language function
 /// is checked against the schema when it is created, so a file comes after the tables it reads (all created by
 /// the migrations) — PL/pgSQL bodies are checked only when they run, so the order between files is free.
@@ -47,11 +49,7 @@ pub enum ApplyError {
 /// one replica at a time. Applying them again changes nothing.
 pub async fn apply(pool: &PgPool) -> Result<(), ApplyError> {
     let mut tx = pool.begin().await.map_err(ApplyError::Transaction)?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(APPLY_LOCK)
-        .execute(&mut *tx)
-        .await
-        .map_err(ApplyError::Transaction)?;
+    schema::functions_lock(&mut *tx, APPLY_LOCK).await.map_err(ApplyError::Transaction)?;
     for &(file, sql) in FILES {
         sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(|source| ApplyError::File { file, source })?;
     }

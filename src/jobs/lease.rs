@@ -15,7 +15,7 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::jobs::error::{DbContext, Error};
 use crate::jobs::model::{ClaimedJob, JobId, JobState, LeaseToken, NewJob, RunId, RunState};
-use crate::jobs::store::{job as jobs, record, run as runs};
+use crate::jobs::store::{job as jobs, record, run as runs, session};
 use crate::jobs::wake::Wake;
 
 /// Proof that a handler's [`FencedTx`] committed; only [`FencedTx::commit`] makes one. It carries the run's
@@ -123,12 +123,7 @@ impl Lease {
     /// these transactions, so a live holder never comes near the bound.
     async fn begin_bounded(&self) -> Result<Transaction<'static, Postgres>, Error> {
         let mut tx = self.pool.begin().await.db("begin")?;
-        let idle_ms = self.duration.as_millis().max(1).to_string();
-        sqlx::query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)")
-            .bind(idle_ms)
-            .execute(&mut *tx)
-            .await
-            .db("bound the transaction's idle time")?;
+        session::tx_idle_timeout(&mut *tx, self.duration).await?;
         Ok(tx)
     }
 

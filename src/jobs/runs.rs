@@ -40,27 +40,16 @@ pub async fn start(
     started_by: &str,
     default_max_attempts: i32,
 ) -> Result<Started, Error> {
-    let started: Result<(i64, i64), sqlx::Error> =
-        sqlx::query_as("SELECT job_id, job_seq FROM transfer_run_start($1, $2, $3, $4, $5, $6, $7)")
-            .bind(run)
-            .bind(&first.kind)
-            .bind(&first.payload)
-            .bind(started_by)
-            .bind(first.max_attempts.unwrap_or(default_max_attempts))
-            .bind(first.run_at)
-            .bind(first.priority)
-            .fetch_one(pool)
-            .await;
-    match started {
-        Ok((job, seq)) => Ok(Started { job: JobId(job), seq }),
-        Err(e) => Err(refusal(run, "start", e, "transfer_run_start")),
-    }
+    runs::transfer_run_start(pool, run, first, started_by, default_max_attempts)
+        .await
+        .map(|(job, seq)| Started { job, seq })
+        .map_err(|e| refusal(run, "start", e))
 }
 
 /// The engine's error for a refusal of the SQL run functions: AT001 no such run, AT002 a state the action does not
-/// apply to (the state in the error's detail); anything else is the statement's failure.
-fn refusal(run: RunId, action: &'static str, e: sqlx::Error, op: &'static str) -> Error {
-    if let sqlx::Error::Database(db) = &e {
+/// apply to (the state in the error's detail); anything else is the statement's failure, as it came.
+fn refusal(run: RunId, action: &'static str, e: Error) -> Error {
+    if let Error::Db { source: sqlx::Error::Database(db), .. } = &e {
         match db.code().as_deref() {
             Some("AT001") => return Error::RunNotFound(run),
             Some("AT002") => {
@@ -75,7 +64,7 @@ fn refusal(run: RunId, action: &'static str, e: sqlx::Error, op: &'static str) -
             _ => {}
         }
     }
-    Error::Db { op, source: e }
+    e
 }
 
 /// What [`request_stop`] found.
@@ -93,11 +82,9 @@ pub enum StopRequest {
 /// Asks `run` to stop, for `reason`. One implementation with the Studio path: the SQL function
 /// `transfer_run_request_stop` (`sql/functions/runs.sql`), which `transfer_stop` calls too.
 pub async fn request_stop(pool: &PgPool, run: RunId, reason: &str) -> Result<StopRequest, Error> {
-    let outcome: Result<serde_json::Value, sqlx::Error> =
-        sqlx::query_scalar("SELECT transfer_run_request_stop($1, $2)").bind(run).bind(reason).fetch_one(pool).await;
-    match outcome {
+    match runs::transfer_run_request_stop(pool, run, reason).await {
         Ok(detail) => Ok(stop_request_from(&detail)),
-        Err(e) => Err(refusal(run, "stop", e, "transfer_run_request_stop")),
+        Err(e) => Err(refusal(run, "stop", e)),
     }
 }
 

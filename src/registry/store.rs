@@ -1,6 +1,7 @@
-//! The registry's rows in Postgres: add, list, get and remove clusters with their nodes and endpoints.
+//! The registry's store: add, list, get and remove clusters with their nodes and endpoints. Its SQL is in
+//! `src/registry/sql/`, one statement a file, each read by one function at the end of this module.
 
-use sqlx::{PgPool, Row};
+use sqlx::{PgExecutor, PgPool};
 
 use super::RegistryError;
 
@@ -84,38 +85,16 @@ impl Cluster {
 /// Registers a cluster with its nodes, in one transaction.
 pub async fn add(pool: &PgPool, cluster: &Cluster) -> Result<(), RegistryError> {
     let mut tx = pool.begin().await?;
-    let inserted = sqlx::query("INSERT INTO cluster (name, credentials_ref) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-        .bind(&cluster.name)
-        .bind(&cluster.credentials_ref)
-        .execute(&mut *tx)
-        .await?;
-    if inserted.rows_affected() == 0 {
+    if !cluster_insert(&mut *tx, &cluster.name, &cluster.credentials_ref).await? {
         return Err(RegistryError::Conflict(format!(
             "a cluster named {} is already registered; remove it first to register it again",
             cluster.name
         )));
     }
     for node in &cluster.nodes {
-        sqlx::query("INSERT INTO cluster_node (cluster, name, node_id, broker_name) VALUES ($1, $2, $3, $4)")
-            .bind(&cluster.name)
-            .bind(&node.name)
-            .bind(&node.node_id)
-            .bind(&node.broker_name)
-            .execute(&mut *tx)
-            .await?;
-        for e in &node.endpoints {
-            sqlx::query(
-                "INSERT INTO cluster_endpoint (cluster, node, core_url, jolokia_url, role, broker_name) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&cluster.name)
-            .bind(&node.name)
-            .bind(&e.core_url)
-            .bind(&e.jolokia_url)
-            .bind(e.role.as_str())
-            .bind(&e.broker_name)
-            .execute(&mut *tx)
-            .await?;
+        node_insert(&mut *tx, &cluster.name, node).await?;
+        for endpoint in &node.endpoints {
+            endpoint_insert(&mut *tx, &cluster.name, &node.name, endpoint).await?;
         }
     }
     tx.commit().await?;
@@ -124,47 +103,34 @@ pub async fn add(pool: &PgPool, cluster: &Cluster) -> Result<(), RegistryError> 
 
 /// Every registered cluster, by name.
 pub async fn list(pool: &PgPool) -> Result<Vec<Cluster>, RegistryError> {
-    let clusters = sqlx::query("SELECT name, credentials_ref FROM cluster ORDER BY name").fetch_all(pool).await?;
-    let nodes = sqlx::query("SELECT cluster, name, node_id, broker_name FROM cluster_node ORDER BY cluster, name")
-        .fetch_all(pool)
-        .await?;
-    let endpoints = sqlx::query(
-        "SELECT cluster, node, core_url, jolokia_url, role, broker_name FROM cluster_endpoint \
-         ORDER BY cluster, node, role DESC, core_url",
-    )
-    .fetch_all(pool)
-    .await?;
-    Ok(clusters
+    let clusters = cluster_list(pool).await?;
+    let nodes = node_list(pool).await?;
+    let endpoints = endpoint_list(pool).await?;
+    Ok(clusters.into_iter().map(|c| assemble(c, &nodes, &endpoints)).collect())
+}
+
+/// A cluster with its nodes, each with its endpoints (in the order the lists hold them).
+fn assemble(cluster: ClusterRow, nodes: &[NodeRow], endpoints: &[EndpointRow]) -> Cluster {
+    let nodes = nodes
         .iter()
-        .map(|c| {
-            let name: String = c.get("name");
-            let nodes = nodes
+        .filter(|n| n.cluster == cluster.name)
+        .map(|n| ClusterNode {
+            endpoints: endpoints
                 .iter()
-                .filter(|n| n.get::<String, _>("cluster") == name)
-                .map(|n| {
-                    let node_name: String = n.get("name");
-                    ClusterNode {
-                        endpoints: endpoints
-                            .iter()
-                            .filter(|e| {
-                                e.get::<String, _>("cluster") == name && e.get::<String, _>("node") == node_name
-                            })
-                            .map(|e| NodeEndpoint {
-                                core_url: e.get("core_url"),
-                                jolokia_url: e.get("jolokia_url"),
-                                role: EndpointRole::parse(e.get::<&str, _>("role")),
-                                broker_name: e.get("broker_name"),
-                            })
-                            .collect(),
-                        name: node_name,
-                        node_id: n.get("node_id"),
-                        broker_name: n.get("broker_name"),
-                    }
+                .filter(|e| e.cluster == cluster.name && e.node == n.name)
+                .map(|e| NodeEndpoint {
+                    core_url: e.core_url.clone(),
+                    jolokia_url: e.jolokia_url.clone(),
+                    role: EndpointRole::parse(&e.role),
+                    broker_name: e.broker_name.clone(),
                 })
-                .collect();
-            Cluster { name, credentials_ref: c.get("credentials_ref"), nodes }
+                .collect(),
+            name: n.name.clone(),
+            node_id: n.node_id.clone(),
+            broker_name: n.broker_name.clone(),
         })
-        .collect())
+        .collect();
+    Cluster { name: cluster.name, credentials_ref: cluster.credentials_ref, nodes }
 }
 
 /// The cluster called `name`.
@@ -178,6 +144,93 @@ pub async fn get(pool: &PgPool, name: &str) -> Result<Cluster, RegistryError> {
 
 /// Removes a cluster with its nodes and endpoints. Returns false when there was none.
 pub async fn remove(pool: &PgPool, name: &str) -> Result<bool, RegistryError> {
-    let done = sqlx::query("DELETE FROM cluster WHERE name = $1").bind(name).execute(pool).await?;
+    Ok(cluster_delete(pool, name).await?)
+}
+
+// The statements, one per file of `src/registry/sql/` (the file and the function share a name). They return the
+// driver's error; [`RegistryError::Db`] wraps it.
+
+/// A row of `cluster_list.sql`.
+#[derive(sqlx::FromRow)]
+struct ClusterRow {
+    name: String,
+    credentials_ref: String,
+}
+
+/// A row of `node_list.sql`.
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    cluster: String,
+    name: String,
+    node_id: String,
+    broker_name: String,
+}
+
+/// A row of `endpoint_list.sql`.
+#[derive(sqlx::FromRow)]
+struct EndpointRow {
+    cluster: String,
+    node: String,
+    core_url: String,
+    jolokia_url: String,
+    role: String,
+    broker_name: String,
+}
+
+/// `cluster_insert.sql`: false when a cluster of that name exists.
+async fn cluster_insert(db: impl PgExecutor<'_>, name: &str, credentials_ref: &str) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(include_str!("sql/cluster_insert.sql")).bind(name).bind(credentials_ref).execute(db).await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// `node_insert.sql`: `node` of `cluster` (not its endpoints).
+async fn node_insert(db: impl PgExecutor<'_>, cluster: &str, node: &ClusterNode) -> Result<(), sqlx::Error> {
+    sqlx::query(include_str!("sql/node_insert.sql"))
+        .bind(cluster)
+        .bind(&node.name)
+        .bind(&node.node_id)
+        .bind(&node.broker_name)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// `endpoint_insert.sql`: `endpoint` of node `node` of `cluster`.
+async fn endpoint_insert(
+    db: impl PgExecutor<'_>,
+    cluster: &str,
+    node: &str,
+    endpoint: &NodeEndpoint,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(include_str!("sql/endpoint_insert.sql"))
+        .bind(cluster)
+        .bind(node)
+        .bind(&endpoint.core_url)
+        .bind(&endpoint.jolokia_url)
+        .bind(endpoint.role.as_str())
+        .bind(&endpoint.broker_name)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// `cluster_list.sql`.
+async fn cluster_list(db: impl PgExecutor<'_>) -> Result<Vec<ClusterRow>, sqlx::Error> {
+    sqlx::query_as(include_str!("sql/cluster_list.sql")).fetch_all(db).await
+}
+
+/// `node_list.sql`.
+async fn node_list(db: impl PgExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::Error> {
+    sqlx::query_as(include_str!("sql/node_list.sql")).fetch_all(db).await
+}
+
+/// `endpoint_list.sql`.
+async fn endpoint_list(db: impl PgExecutor<'_>) -> Result<Vec<EndpointRow>, sqlx::Error> {
+    sqlx::query_as(include_str!("sql/endpoint_list.sql")).fetch_all(db).await
+}
+
+/// `cluster_delete.sql`: false when there was no such cluster.
+async fn cluster_delete(db: impl PgExecutor<'_>, name: &str) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(include_str!("sql/cluster_delete.sql")).bind(name).execute(db).await?;
     Ok(done.rows_affected() > 0)
 }

@@ -19,6 +19,7 @@ use crate::jobs::runs::{Started, StopRequest};
 use crate::jobs::{self, JobId, RunState};
 use crate::transfer::audit::audit;
 use crate::transfer::permissions::{MissingGrant, Permission};
+use crate::transfer::store::action::{self as store, ActionResult};
 
 /// What the operator confirms at execute.
 #[derive(Debug, Clone, Default)]
@@ -174,14 +175,6 @@ fn cap_words(cap: i64, hint: &str) -> String {
     format!("this run is over the safety cap of {cap} messages or of unknown size: {hint} to run it")
 }
 
-/// What the SQL action functions return (`transfer_action_result`).
-#[derive(Debug, Clone, sqlx::FromRow)]
-struct ActionResult {
-    sqlstate: Option<String>,
-    message: Option<String>,
-    detail: Option<serde_json::Value>,
-}
-
 /// The states an action applies to, in the words of the SQL functions.
 const PREVIEWED: &str = "a previewed run";
 const RESUMABLE: &str = "a stopped, interrupted or failed run (stop it first)";
@@ -232,16 +225,16 @@ impl ActionResult {
     }
 }
 
-/// Calls one of the SQL action functions; a failure to reach the database is audited here (best effort: the
-/// function could not write its own row).
-async fn call(
+/// The answer of one of the SQL action functions; a failure to reach the database is audited here (best effort:
+/// the function could not write its own row).
+async fn answer(
     pool: &PgPool,
     action: &'static str,
     run: Uuid,
     operator: &str,
-    query: sqlx::query::QueryAs<'_, sqlx::Postgres, ActionResult, sqlx::postgres::PgArguments>,
+    called: Result<ActionResult, sqlx::Error>,
 ) -> Result<serde_json::Value, ActionError> {
-    match query.fetch_one(pool).await {
+    match called {
         Ok(result) => result.into_result(run, action),
         Err(e) => {
             audit(pool, operator, action, run, "error", json!({ "error": e.to_string() })).await;
@@ -263,25 +256,15 @@ pub async fn execute(
     operator: &str,
     default_max_attempts: i32,
 ) -> Result<Started, ActionError> {
-    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_execute($1, $2, $3, $4, $5, $6, $7)")
-        .bind(run)
-        .bind(&confirm.plan_hash)
-        .bind(&confirm.acknowledged)
-        .bind(&confirm.typed_queue)
-        .bind(confirm.override_cap)
-        .bind(operator)
-        .bind(default_max_attempts);
-    call(pool, "execute", run, operator, query).await.map(|d| started(&d))
+    let called = store::transfer_execute(pool, run, confirm, operator, default_max_attempts).await;
+    answer(pool, "execute", run, operator, called).await.map(|d| started(&d))
 }
 
 /// Asks a run to stop: the batch in flight finishes (and an in-doubt batch is settled) first. Needs what starting
 /// the run needed. `transfer_stop` in SQL. Audited.
 pub async fn stop(pool: &PgPool, run: Uuid, reason: &str, operator: &str) -> Result<StopRequest, ActionError> {
-    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_stop($1, $2, $3)")
-        .bind(run)
-        .bind(reason)
-        .bind(operator);
-    let detail = call(pool, "stop", run, operator, query).await?;
+    let called = store::transfer_stop(pool, run, reason, operator).await;
+    let detail = answer(pool, "stop", run, operator, called).await?;
     Ok(jobs::runs::stop_request_from(&detail))
 }
 
@@ -293,11 +276,8 @@ pub async fn resume(
     operator: &str,
     default_max_attempts: i32,
 ) -> Result<Started, ActionError> {
-    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_resume($1, $2, $3)")
-        .bind(run)
-        .bind(operator)
-        .bind(default_max_attempts);
-    call(pool, "resume", run, operator, query).await.map(|d| started(&d))
+    let called = store::transfer_resume(pool, run, operator, default_max_attempts).await;
+    answer(pool, "resume", run, operator, called).await.map(|d| started(&d))
 }
 
 /// Returns what a Stopped, Interrupted or Failed move still holds in staging to the source queue (§4.5). Needs
@@ -308,11 +288,8 @@ pub async fn return_to_source(
     operator: &str,
     default_max_attempts: i32,
 ) -> Result<Started, ActionError> {
-    let query = sqlx::query_as("SELECT sqlstate, message, detail FROM transfer_return($1, $2, $3)")
-        .bind(run)
-        .bind(operator)
-        .bind(default_max_attempts);
-    call(pool, "return", run, operator, query).await.map(|d| started(&d))
+    let called = store::transfer_return(pool, run, operator, default_max_attempts).await;
+    answer(pool, "return", run, operator, called).await.map(|d| started(&d))
 }
 
 /// The words the confirmation of a return shows before the operator types the queue name (§4.5).

@@ -4,6 +4,8 @@
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::transfer::store;
+
 /// One audit row: `actor` did `action` to `target` with `outcome`, concerning `source_cluster` (and
 /// `target_cluster`). A row that names a run (`run:<id>`) and no cluster gets the run's clusters from the
 /// database (trigger `audit_fill_clusters`); one that names neither concerns the whole deployment (`*`).
@@ -27,19 +29,7 @@ pub struct AuditEntry<'a> {
 
 /// Writes `entry`; returns its id.
 pub async fn audit_entry(pool: &PgPool, entry: &AuditEntry<'_>) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "INSERT INTO audit (actor, action, target, outcome, detail, source_cluster, target_cluster) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-    )
-    .bind(entry.actor)
-    .bind(entry.action)
-    .bind(&entry.target)
-    .bind(entry.outcome)
-    .bind(&entry.detail)
-    .bind(entry.source_cluster)
-    .bind(entry.target_cluster)
-    .fetch_one(pool)
-    .await
+    store::audit::audit_insert(pool, entry).await
 }
 
 /// Writes an audit row: `actor` did `action` to run `run` with `outcome` (the run's clusters are filled in by the

@@ -14,11 +14,13 @@ pub mod plan;
 pub mod preview;
 pub mod proof;
 pub mod relay;
+pub mod retry;
 pub mod service;
 pub mod staging;
+pub mod store;
 pub mod target_rules;
 pub mod view;
 
 pub use facts::{EndFacts, Facts, NodeFacts, QueueFacts};
-pub use plan::{Mode, Plan, QueueRef, Selection};
+pub use plan::{Destination, Mode, Plan, QueueRef, Selection};
 pub use preview::{preview, Finding, Kind, Preview, PreviewSettings};

@@ -41,6 +41,7 @@ use crate::registry::{store, Credentials, RegistryError};
 use crate::transfer::audit::{audit_logged, AuditEntry};
 use crate::transfer::permissions::{self, Permission, PermissionError};
 use crate::transfer::staging::{self, StagingError, StagingSpec, DMQ_PREFIX, STAGING_PREFIX};
+use crate::transfer::store::orphan;
 
 /// How long one management call of a listing or a return may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -237,12 +238,7 @@ impl OrphanError {
 /// The uuids among `queues` that a run owns: the run naming it as staging, or the run of its uuid.
 async fn owned(pool: &PgPool, queues: &[String]) -> Result<HashSet<String>, sqlx::Error> {
     let uuids: Vec<Uuid> = queues.iter().filter_map(|q| staging::run_of_staging_queue(q)).collect();
-    let rows: Vec<(Uuid, Option<String>)> =
-        sqlx::query_as("SELECT id, staging_queue FROM transfer_run WHERE staging_queue = ANY($1) OR id = ANY($2)")
-            .bind(queues)
-            .bind(&uuids)
-            .fetch_all(pool)
-            .await?;
+    let rows = orphan::run_owning_queues(pool, queues, &uuids).await?;
     let mut out = HashSet::new();
     for (id, staging) in rows {
         out.insert(staging::staging_queue_name(id));
@@ -256,11 +252,7 @@ async fn owned(pool: &PgPool, queues: &[String]) -> Result<HashSet<String>, sqlx
 /// The run that owns `queue`, if any.
 async fn owner(pool: &PgPool, queue: &str) -> Result<Option<Uuid>, sqlx::Error> {
     let uuid = staging::run_of_staging_queue(queue);
-    sqlx::query_scalar("SELECT id FROM transfer_run WHERE staging_queue = $1 OR id = $2 LIMIT 1")
-        .bind(queue)
-        .bind(uuid)
-        .fetch_optional(pool)
-        .await
+    orphan::run_owning_queue(pool, queue, uuid).await
 }
 
 /// Lists every orphan on every node of every registered cluster on which `principal` holds `cluster:read` (the

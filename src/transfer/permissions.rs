@@ -19,9 +19,14 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::jobs::executor::error_chain;
 use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::store::{record, run as jobs_run};
+use crate::jobs::RunId;
 use crate::transfer::audit::{audit_entry, AuditEntry};
 use crate::transfer::plan::Mode;
+use crate::transfer::store::grant::{self as store, RunGrantNeeds};
+use crate::transfer::store::{mode_name, relay};
 
 /// A permission a grant gives (the `transfer_grant.permission` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -143,12 +148,7 @@ pub async fn has_grant(
     cluster: &str,
     permission: Permission,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT transfer_has_grant($1, $2, $3)")
-        .bind(principal)
-        .bind(cluster)
-        .bind(permission.as_str())
-        .fetch_one(pool)
-        .await
+    store::grant_held(pool, principal, cluster, permission).await
 }
 
 /// `Ok` when `principal` holds `permission` on `cluster`, else the missing grant.
@@ -172,7 +172,7 @@ pub async fn require(
 /// Whether `principal` may see `cluster` at all (any grant on it or on `*`). An invisible cluster must answer
 /// exactly as an unregistered one.
 pub async fn can_see(pool: &PgPool, principal: &str, cluster: &str) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT transfer_can_see($1, $2)").bind(principal).bind(cluster).fetch_one(pool).await
+    store::grant_can_see(pool, principal, cluster).await
 }
 
 /// `Ok` when `principal` holds what a run of `mode` from `source` to `target` needs (SPEC §9), else the first
@@ -184,10 +184,7 @@ pub async fn require_for_run(
     source: &str,
     target: &str,
 ) -> Result<(), PermissionError> {
-    let mode = match mode {
-        Mode::Move => "move",
-        Mode::Copy => "copy",
-    };
+    let mode = mode_name(mode);
     match missing_for_run(pool, principal, mode, source, target).await? {
         None => Ok(()),
         Some(missing) => Err(PermissionError::Missing(missing)),
@@ -201,14 +198,7 @@ async fn missing_for_run(
     source: &str,
     target: &str,
 ) -> Result<Option<MissingGrant>, sqlx::Error> {
-    let row: Option<(String, String)> =
-        sqlx::query_as("SELECT permission, cluster FROM transfer_missing_grant($1, $2, $3, $4)")
-            .bind(principal)
-            .bind(mode)
-            .bind(source)
-            .bind(target)
-            .fetch_optional(pool)
-            .await?;
+    let row = store::grant_missing_for_run(pool, principal, mode, source, target).await?;
     Ok(row.map(|(permission, cluster)| MissingGrant {
         principal: principal.to_string(),
         // The column's CHECK admits only known names.
@@ -221,12 +211,7 @@ async fn missing_for_run(
 /// run, or a run that names no clusters — on the whole deployment (admin on `*`).
 pub async fn require_admin_of(pool: &PgPool, principal: &str, run: Option<Uuid>) -> Result<(), PermissionError> {
     let clusters: Option<(Option<String>, Option<String>)> = match run {
-        Some(run) => {
-            sqlx::query_as("SELECT source_cluster, target_cluster FROM transfer_run WHERE id = $1")
-                .bind(run)
-                .fetch_optional(pool)
-                .await?
-        }
+        Some(run) => store::run_clusters(pool, run).await?,
         None => None,
     };
     match clusters {
@@ -274,13 +259,8 @@ impl Revoked {
 
 /// Re-checks that the operator who started `run` still holds what it needs (SPEC §9: before every batch).
 pub async fn recheck_run(pool: &PgPool, run: Uuid) -> Result<(), Revoked> {
-    type Row = (Option<String>, Option<String>, Option<String>, Option<String>);
-    let row: Option<Row> =
-        sqlx::query_as("SELECT started_by, mode, source_cluster, target_cluster FROM transfer_run WHERE id = $1")
-            .bind(run)
-            .fetch_optional(pool)
-            .await?;
-    let Some((operator, mode, source, target)) = row else {
+    let row = store::run_grant_needs(pool, run).await?;
+    let Some(RunGrantNeeds { started_by: operator, mode, source_cluster: source, target_cluster: target }) = row else {
         return Err(Revoked::Unknowable { run, what: "row (the run does not exist)" });
     };
     let operator = operator.filter(|o| !o.is_empty()).ok_or(Revoked::Unknowable { run, what: "operator" })?;
@@ -310,35 +290,21 @@ pub async fn stop_if_revoked(ctx: &JobContext) -> Result<Option<Outcome>, crate:
         Err(revoked) => revoked,
     };
     let reason = revoked.to_string();
-    let unsettled: Result<bool, sqlx::Error> = sqlx::query_scalar(
-        "SELECT jsonb_array_length(coalesce(relay->'in_doubt', '[]'::jsonb)) > 0 \
-         OR coalesce(relay->'refill', 'null'::jsonb) <> 'null'::jsonb FROM transfer_run WHERE id = $1",
-    )
-    .bind(run)
-    .fetch_one(&ctx.pool)
-    .await;
+    let unsettled = relay::run_unsettled(&ctx.pool, run).await;
     match unsettled {
         Ok(false) => Ok(Some(Outcome::Stop { reason })),
         Ok(true) => {
             let mut tx = ctx.lease.begin().await?;
+            // The same statements as an operator's stop request (the jobs store's), in the fenced transaction.
             let stored = async {
-                sqlx::query(
-                    "UPDATE transfer_run SET stop_requested = true, stop_reason = $2, updated_at = now() WHERE id = $1",
-                )
-                .bind(run)
-                .bind(&reason)
-                .execute(&mut *tx.conn())
-                .await?;
-                sqlx::query("INSERT INTO run_event (run_id, kind, detail) VALUES ($1, 'stop_requested', $2)")
-                    .bind(run)
-                    .bind(json!({ "reason": reason, "by": "the permission re-check before a batch" }))
-                    .execute(&mut *tx.conn())
-                    .await
+                let detail = json!({ "reason": reason, "by": "the permission re-check before a batch" });
+                jobs_run::run_request_stop(&mut *tx.conn(), RunId(run), &reason).await?;
+                record::run_event_insert(&mut *tx.conn(), RunId(run), "stop_requested", &detail).await
             }
             .await;
             if let Err(e) = stored {
                 return Ok(Some(Outcome::Retry {
-                    error: format!("recording a withdrawn grant's stop: {e}"),
+                    error: format!("recording a withdrawn grant's stop: {}", error_chain(&e)),
                     code: None,
                 }));
             }
@@ -413,9 +379,7 @@ impl GrantError {
 
 /// Whether somebody holds `admin` on `*`; until then grants are open (the bootstrap of a fresh database).
 async fn bootstrapped(pool: &PgPool) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM transfer_grant WHERE cluster = '*' AND permission = 'admin')")
-        .fetch_one(pool)
-        .await
+    store::grant_admin_exists(pool).await
 }
 
 /// `Ok(bootstrap)` when `by` may change grants on `cluster`: the rule of [`require_admin_or_bootstrap`].
@@ -524,17 +488,7 @@ pub async fn grant(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, Grant
     let result = async {
         validate(grant)?;
         bootstrap = may_administer(pool, by, &grant.cluster).await?;
-        let added = sqlx::query(
-            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(&grant.principal)
-        .bind(&grant.cluster)
-        .bind(grant.permission.as_str())
-        .bind(by)
-        .execute(pool)
-        .await?;
-        Ok(added.rows_affected() == 1)
+        Ok(store::grant_insert(pool, grant, by).await?)
     }
     .await;
     let detail = json!({ "grant": grant, "bootstrap": bootstrap });
@@ -547,14 +501,7 @@ pub async fn revoke(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, Gran
     let result = async {
         validate(grant)?;
         bootstrap = may_administer(pool, by, &grant.cluster).await?;
-        let removed =
-            sqlx::query("DELETE FROM transfer_grant WHERE principal = $1 AND cluster = $2 AND permission = $3")
-                .bind(&grant.principal)
-                .bind(&grant.cluster)
-                .bind(grant.permission.as_str())
-                .execute(pool)
-                .await?;
-        Ok(removed.rows_affected() == 1)
+        Ok(store::grant_delete(pool, grant).await?)
     }
     .await;
     let detail = json!({ "grant": grant, "bootstrap": bootstrap });
@@ -573,15 +520,7 @@ pub async fn list(
         if principal != Some(by) {
             may_administer(pool, by, EVERY_CLUSTER).await?;
         }
-        Ok(sqlx::query_as::<_, GrantRow>(
-            "SELECT principal, cluster, permission, granted_by, granted_at FROM transfer_grant \
-             WHERE ($1::text IS NULL OR principal = $1) AND ($2::text IS NULL OR cluster = $2) \
-             ORDER BY principal, cluster, permission",
-        )
-        .bind(principal)
-        .bind(cluster)
-        .fetch_all(pool)
-        .await?)
+        Ok(store::grant_list(pool, principal, cluster).await?)
     }
     .await;
     let detail = json!({ "principal": principal, "cluster": cluster, "rows": result.as_ref().map(Vec::len).ok() });

@@ -62,6 +62,35 @@ impl QueueRef {
     }
 }
 
+/// Where each selected message goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "queues")]
+pub enum Destination {
+    /// The plan's target queue.
+    #[default]
+    Target,
+    /// Back to the queue each message was dead-lettered or expired from (the broker's `_AMQ_ORIG_QUEUE`), on the
+    /// source's node: a retry from a dead-letter queue. The queues are frozen at preview, each one that exists
+    /// there; the selection holds only messages from them (its filter names them).
+    OriginalQueues(Vec<QueueRef>),
+}
+
+impl Destination {
+    /// The plan's target queue (the default, left out of a plan's JSON so the hash of every plan made before
+    /// destinations existed is unchanged).
+    pub fn is_target(&self) -> bool {
+        matches!(self, Destination::Target)
+    }
+}
+
+/// The broker's property naming the queue a dead-lettered or expired message came from.
+pub const ORIGINAL_QUEUE: &str = "_AMQ_ORIG_QUEUE";
+
+/// `'it''s'`: a selector's string literal.
+pub fn selector_literal(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
 /// A transfer plan, bound by its hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Plan {
@@ -75,6 +104,9 @@ pub struct Plan {
     pub selection: Selection,
     /// The selection's freezing time, in milliseconds of the source broker's clock.
     pub t0_millis: i64,
+    /// Where each message goes: the target queue, or each one's original queue.
+    #[serde(default, skip_serializing_if = "Destination::is_target")]
+    pub destination: Destination,
 }
 
 /// Whether a user's filter stays inside the parentheses the effective filter puts around it. The broker's
@@ -129,6 +161,71 @@ impl Plan {
         }
     }
 
+    /// A retry from the dead-letter queue `source` back to `originals` on its node: every message of `selection`
+    /// whose `_AMQ_ORIG_QUEUE` names one of them, each to its own. The selection says so itself (a filter with
+    /// the original queues in it), so what is selected, counted and proven at the end is exactly what can go
+    /// somewhere; the plan's target is the source's node (its queue is the source's, never written to).
+    pub fn retry(source: QueueRef, selection: &Selection, originals: Vec<QueueRef>, t0_millis: i64) -> Plan {
+        let names: Vec<String> = originals.iter().map(|q| selector_literal(&q.queue)).collect();
+        let from_originals = if names.is_empty() {
+            // Nothing can go anywhere (the preview refuses it); still a filter the broker parses.
+            format!("{ORIGINAL_QUEUE} IS NULL AND {ORIGINAL_QUEUE} IS NOT NULL")
+        } else {
+            format!("{ORIGINAL_QUEUE} IN ({})", names.join(", "))
+        };
+        let selection = match selection {
+            Selection::Filter(f) => Selection::Filter(format!("({f}) AND {from_originals}")),
+            Selection::All | Selection::Ids(_) => Selection::Filter(from_originals),
+        };
+        Plan {
+            mode: Mode::Move,
+            target: source.clone(),
+            source,
+            selection,
+            t0_millis,
+            destination: Destination::OriginalQueues(originals),
+        }
+    }
+
+    /// The queues messages go to: the target, or each original queue of a retry.
+    pub fn destinations(&self) -> Vec<&QueueRef> {
+        match &self.destination {
+            Destination::Target => vec![&self.target],
+            Destination::OriginalQueues(queues) => queues.iter().collect(),
+        }
+    }
+
+    /// Where the messages go, in words: `cluster/node/queue`, or for a retry `cluster/node` and the original
+    /// queues.
+    pub fn to_words(&self) -> String {
+        format!("{}/{}/{}", self.target.cluster, self.target.node, self.target_queue_words())
+    }
+
+    /// What a run's target queue is, as its row records it (`transfer_run.target_queue`, which lists and views
+    /// show): the target queue's name, or for a retry the original queues in words — never the dead-letter
+    /// queue, which a retry's target names only for its node.
+    pub fn target_queue_words(&self) -> String {
+        match &self.destination {
+            Destination::Target => self.target.queue.clone(),
+            Destination::OriginalQueues(queues) => {
+                let names: Vec<&str> = queues.iter().map(|q| q.queue.as_str()).collect();
+                format!("(each message's original queue: {})", names.join(", "))
+            }
+        }
+    }
+
+    /// The broker's filter for the messages of the selection that go to `queue`: the effective filter, and for a
+    /// retry only those that came from `queue`. `None` for an id selection.
+    pub fn filter_into(&self, queue: &QueueRef) -> Option<String> {
+        let effective = self.effective_filter()?;
+        Some(match &self.destination {
+            Destination::Target => effective,
+            Destination::OriginalQueues(_) => {
+                format!("({effective}) AND {ORIGINAL_QUEUE} = {}", selector_literal(&queue.queue))
+            }
+        })
+    }
+
     /// A hash of everything the operator confirms: execute must echo it, so a run never starts on a plan
     /// other than the one previewed.
     pub fn hash(&self) -> String {
@@ -137,9 +234,10 @@ impl Plan {
         digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Same node and same queue: a transfer onto itself.
+    /// Same node and same queue: a transfer onto itself. (A retry's target names the source only as its node.)
     pub fn target_is_source(&self) -> bool {
-        self.source.cluster == self.target.cluster
+        self.destination.is_target()
+            && self.source.cluster == self.target.cluster
             && self.source.node == self.target.node
             && self.source.queue == self.target.queue
     }
@@ -173,6 +271,7 @@ mod tests {
             target: QueueRef { cluster: "west".into(), node: "west-1".into(), queue: "orders".into(), address: None },
             selection,
             t0_millis: 1_700_000_000_000,
+            destination: Destination::Target,
         }
     }
 
@@ -199,5 +298,45 @@ mod tests {
         c.mode = Mode::Copy;
         assert_ne!(a.hash(), c.hash());
         assert_eq!(a.hash().len(), 32);
+    }
+
+    #[test]
+    fn a_plan_without_a_destination_hashes_as_before_destinations_existed() {
+        let a = plan(Selection::All);
+        let json = serde_json::to_value(&a).unwrap();
+        assert!(json.get("destination").is_none(), "{json}");
+        let back: Plan = serde_json::from_value(json).unwrap();
+        assert_eq!(back.destination, Destination::Target);
+        // The hash of this very plan before the field existed (its JSON as serde wrote it then, hashed by hand).
+        assert_eq!(a.hash(), "3498e22bedbda2ea37f048e25cec6224");
+    }
+
+    fn on_east(queue: &str) -> QueueRef {
+        QueueRef { cluster: "east".into(), node: "east-1".into(), queue: queue.into(), address: None }
+    }
+
+    #[test]
+    fn a_retry_selects_only_messages_from_its_original_queues_and_sends_each_to_its_own() {
+        let originals = vec![on_east("orders"), on_east("it's")];
+        let retry = Plan::retry(on_east("DLQ"), &Selection::Filter("x = 1".into()), originals.clone(), 5);
+        assert_eq!(retry.mode, Mode::Move);
+        assert_eq!(retry.selection, Selection::Filter("(x = 1) AND _AMQ_ORIG_QUEUE IN ('orders', 'it''s')".into()));
+        assert!(check_filter_closed(match &retry.selection {
+            Selection::Filter(f) => f,
+            _ => unreachable!(),
+        })
+        .is_ok());
+        assert!(!retry.target_is_source(), "a retry's target is its node, not a queue it writes to");
+        assert!(retry.same_node());
+        assert_eq!(retry.to_words(), "east/east-1/(each message's original queue: orders, it's)");
+        assert_eq!(plan(Selection::All).to_words(), "west/west-1/orders");
+        assert_eq!(retry.destinations(), originals.iter().collect::<Vec<_>>());
+        let into = retry.filter_into(&originals[1]).unwrap();
+        assert!(into.starts_with("(((x = 1) AND _AMQ_ORIG_QUEUE IN"), "{into}");
+        assert!(into.ends_with(") AND _AMQ_ORIG_QUEUE = 'it''s'"), "{into}");
+        let all = Plan::retry(on_east("DLQ"), &Selection::All, vec![on_east("orders")], 5);
+        assert_eq!(all.selection, Selection::Filter("_AMQ_ORIG_QUEUE IN ('orders')".into()));
+        let plain = plan(Selection::All);
+        assert_eq!(plain.filter_into(&plain.target), plain.effective_filter());
     }
 }

@@ -149,11 +149,7 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
 
     let mut findings = f.0;
     // Refusals first, then what needs acknowledgement, then the unknowns; stable within each kind.
-    findings.sort_by_key(|x| match x.kind {
-        Kind::Refused => 0,
-        Kind::NeedsAck => 1,
-        Kind::Unknown => 2,
-    });
+    findings.sort_by_key(|x| x.kind);
     let over_cap = selection_size.is_none_or(|n| n > settings.safety_cap);
     Preview {
         findings,

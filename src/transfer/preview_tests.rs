@@ -94,6 +94,7 @@ fn plan(mode: Mode, selection: Selection) -> Plan {
         target: QueueRef { cluster: "west".into(), node: "west-1".into(), queue: "orders".into(), address: None },
         selection,
         t0_millis: 1_700_000_000_000,
+        destination: Default::default(),
     }
 }
 
@@ -492,7 +493,7 @@ fn every_code_is_documented() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/findings.md")).unwrap();
     // Every code literal in the evaluator and its target rules (a quoted lowercase word-with-dashes), not only
     // those in ROWS.
-    let source = concat!(include_str!("preview.rs"), include_str!("target_rules.rs"));
+    let source = concat!(include_str!("preview.rs"), include_str!("target_rules.rs"), include_str!("retry.rs"));
     let mut codes: Vec<&str> = source
         .split('"')
         .skip(1)

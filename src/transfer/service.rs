@@ -24,6 +24,7 @@ use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
 use crate::registry::live::{limited, live_endpoint_limited, management};
 use crate::registry::{store, ClusterNode, Credentials, RegistryError};
+use crate::transfer::store::preview::{self as preview_store, PreviewedRun};
 
 /// What the operator asked to preview.
 #[derive(Debug, Clone)]
@@ -83,7 +84,11 @@ impl ServiceError {
 
 /// The registered cluster `name` if `principal` may see it; an invisible cluster gives exactly the error of an
 /// unregistered one.
-async fn visible_cluster(pool: &PgPool, principal: &str, name: &str) -> Result<crate::registry::Cluster, ServiceError> {
+pub(crate) async fn visible_cluster(
+    pool: &PgPool,
+    principal: &str,
+    name: &str,
+) -> Result<crate::registry::Cluster, ServiceError> {
     if !permissions::can_see(pool, principal, name).await? {
         return Err(RegistryError::NotFound(format!("no cluster named {name} is registered")).into());
     }
@@ -96,7 +101,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// A management client for the node's live endpoint, or — when none is live — for its first endpoint, so the
 /// preview reads and reports what that endpoint is (a backup, not active, or not answering). Every call, the
 /// live-endpoint check included, takes the node's shared permits first.
-async fn node_management(
+pub(crate) async fn node_management(
     node: &ClusterNode,
     credentials: &Credentials,
     permits: &Arc<dyn PermitSource>,
@@ -118,25 +123,9 @@ fn core_host_port(url: &str) -> String {
 }
 
 /// Active runs on the plan's queues, from Postgres.
-async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFacts {
-    let active = |q: &QueueRef| {
-        sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning') \
-             AND source_cluster = $1 AND source_node = $2 AND source_queue = $3)",
-        )
-        .bind(q.cluster.clone())
-        .bind(q.node.clone())
-        .bind(q.queue.clone())
-        .fetch_one(pool)
-    };
-    let into_address = sqlx::query_scalar::<_, i64>(
-        "SELECT count(*) FROM transfer_run WHERE state IN ('queued', 'running', 'waiting', 'returning') \
-         AND target_cluster = $1 AND target_node = $2 AND coalesce(plan->'target'->>'address', target_queue) = $3",
-    )
-    .bind(target.cluster.clone())
-    .bind(target.node.clone())
-    .bind(target.address().to_string())
-    .fetch_one(pool);
+pub(crate) async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRef) -> RunFacts {
+    let active = |q| preview_store::run_active_on_queue(pool, q);
+    let into_address = preview_store::run_count_into_address(pool, target);
     let (s, t, a) = tokio::join!(active(source), active(target), into_address);
     RunFacts { source_has_active_run: s.ok(), target_is_source_of_active_run: t.ok(), runs_into_target_address: a.ok() }
 }
@@ -152,16 +141,22 @@ pub async fn preview_and_store(
     valid_for: Duration,
 ) -> Result<StoredPreview, ServiceError> {
     let result = preview_checked(pool, request, settings, valid_for).await;
-    audit_preview(pool, request, &result).await;
+    audit_preview(pool, request, &request.target.display(), &result).await;
     result
 }
 
-/// The audit row of a preview: who previewed what, and what came of it.
-async fn audit_preview(pool: &PgPool, request: &PreviewRequest, result: &Result<StoredPreview, ServiceError>) {
+/// The audit row of a preview: who previewed what (`to`: where the messages would go, in words), and what came
+/// of it.
+pub(crate) async fn audit_preview(
+    pool: &PgPool,
+    request: &PreviewRequest,
+    to: &str,
+    result: &Result<StoredPreview, ServiceError>,
+) {
     let mut detail = serde_json::json!({
         "mode": request.mode,
         "source": request.source.display(),
-        "target": request.target.display(),
+        "target": to,
         "selection": match &request.selection {
             Selection::Ids(ids) => format!("{} ids", ids.len()),
             Selection::Filter(_) => "filter".to_string(),
@@ -185,7 +180,7 @@ async fn audit_preview(pool: &PgPool, request: &PreviewRequest, result: &Result<
         }
         Err(e) => {
             detail["reason"] = serde_json::json!(e.to_string());
-            let target = format!("preview:{} -> {}", request.source.display(), request.target.display());
+            let target = format!("preview:{} -> {to}", request.source.display());
             (target, if e.is_refusal() { "refused" } else { "error" })
         }
     };
@@ -227,6 +222,7 @@ async fn preview_checked(
         target: request.target.clone(),
         selection: request.selection.clone(),
         t0_millis: 0,
+        destination: Default::default(),
     };
     let facts = gather(
         &plan,
@@ -246,32 +242,22 @@ async fn preview_checked(
         );
     }
 
+    store_preview(pool, &request.operator, plan, shown, valid_for).await
+}
+
+/// Stores `shown`, the preview of `plan`, as a Previewed run of `operator` valid for `valid_for`.
+pub(crate) async fn store_preview(
+    pool: &PgPool,
+    operator: &str,
+    plan: Plan,
+    shown: Preview,
+    valid_for: Duration,
+) -> Result<StoredPreview, ServiceError> {
     let run_id = Uuid::new_v4();
     let plan_hash = plan.hash();
     let expires_at = Utc::now() + chrono::Duration::from_std(valid_for).unwrap_or(chrono::Duration::minutes(10));
-    sqlx::query(
-        "INSERT INTO transfer_run (id, state, started_by, mode, source_cluster, source_node, source_queue, \
-         target_cluster, target_node, target_queue, plan, plan_hash, preview, preview_expires_at) \
-         VALUES ($1, 'previewed', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-    )
-    .bind(run_id)
-    .bind(&request.operator)
-    .bind(match plan.mode {
-        Mode::Move => "move",
-        Mode::Copy => "copy",
-    })
-    .bind(&plan.source.cluster)
-    .bind(&plan.source.node)
-    .bind(&plan.source.queue)
-    .bind(&plan.target.cluster)
-    .bind(&plan.target.node)
-    .bind(&plan.target.queue)
-    .bind(serde_json::to_value(&plan).expect("a plan serialises"))
-    .bind(&plan_hash)
-    .bind(serde_json::to_value(&shown).expect("a preview serialises"))
-    .bind(expires_at)
-    .execute(pool)
-    .await?;
+    let stored = PreviewedRun { id: run_id, operator, plan: &plan, plan_hash: &plan_hash, preview: &shown, expires_at };
+    preview_store::run_insert_previewed(pool, &stored).await?;
     Ok(StoredPreview { run_id, plan, plan_hash, preview: shown, expires_at })
 }
 

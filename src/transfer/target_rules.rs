@@ -16,8 +16,8 @@ use super::facts::{EndFacts, NodeFacts, QueueFacts};
 use super::plan::QueueRef;
 use crate::broker::jolokia::{AddressSettings, FullPolicy, QueueState};
 
-/// How serious a finding of the preview is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+/// How serious a finding of the preview is; findings are shown in this order (refusals first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// The run will not start.

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::jobs::store::record::RunEvent;
 use crate::jobs::{self, RunId, RunState};
 use crate::transfer::relay::state::{Counters, RelayState};
+use crate::transfer::store::view as store;
 use crate::transfer::Mode;
 
 /// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
@@ -60,10 +61,6 @@ pub struct RunRecord {
     /// Its staging queue on the source node, once made.
     pub staging_queue: Option<String>,
 }
-
-const COLUMNS: &str = "id, state, mode, source_cluster, source_node, source_queue, target_cluster, target_node, \
-     target_queue, counters, relay, stop_reason, last_error, started_by, created_at, executed_at, ended_at, \
-     staging_queue";
 
 /// The pipeline, in messages.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -334,53 +331,41 @@ pub struct LinesQuery {
     /// At most this many, newest first.
     pub limit: i64,
     /// Only runs in this state.
-    pub state: Option<String>,
+    pub state: Option<RunState>,
     /// Only runs both of whose clusters this principal may see (SPEC §9); `None`: every run.
     pub visible_to: Option<String>,
-    /// Only runs made before this (paging through older runs).
-    pub before: Option<DateTime<Utc>>,
+    /// Only runs after this one in the list's order — made at, and with the id of, the last run of the previous
+    /// page: the keyset of the next page (runs made in the same instant are neither skipped nor repeated).
+    pub older_than: Option<(DateTime<Utc>, Uuid)>,
+    /// Only runs from or to this cluster.
+    pub cluster: Option<String>,
+    /// Only runs this operator previewed (`started_by`).
+    pub started_by: Option<String>,
+    /// Only runs made at or after this instant.
+    pub since: Option<DateTime<Utc>>,
+    /// Only runs made before this instant.
+    pub until: Option<DateTime<Utc>>,
 }
 
 /// The newest runs that `query` selects.
 pub async fn lines(pool: &PgPool, query: &LinesQuery) -> Result<Vec<RunRecord>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM transfer_run WHERE ($2::text IS NULL OR state = $2) \
-         AND ($3::text IS NULL OR (transfer_can_see($3, source_cluster) AND transfer_can_see($3, target_cluster))) \
-         AND ($4::timestamptz IS NULL OR created_at < $4) ORDER BY created_at DESC, id LIMIT $1"
-    ))
-    .bind(query.limit)
-    .bind(&query.state)
-    .bind(&query.visible_to)
-    .bind(query.before)
-    .fetch_all(pool)
-    .await
+    store::run_lines(pool, query).await
 }
 
 /// One run's record, if it exists.
 pub async fn line(pool: &PgPool, run: Uuid) -> Result<Option<RunRecord>, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM transfer_run WHERE id = $1")).bind(run).fetch_optional(pool).await
+    store::run_record(pool, run).await
 }
 
 /// Whether `run` exists and `principal` may see both of its clusters. A run they may not see is answered exactly
 /// as one that does not exist (SPEC §9).
 pub async fn visible(pool: &PgPool, run: Uuid, principal: &str) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM transfer_run WHERE id = $1 \
-         AND transfer_can_see($2, source_cluster) AND transfer_can_see($2, target_cluster))",
-    )
-    .bind(run)
-    .bind(principal)
-    .fetch_one(pool)
-    .await
+    store::run_visible(pool, run, principal).await
 }
 
 /// The run's record (no events).
 pub async fn record(pool: &PgPool, run: Uuid) -> Result<RunRecord, ViewError> {
-    sqlx::query_as(&format!("SELECT {COLUMNS} FROM transfer_run WHERE id = $1"))
-        .bind(run)
-        .fetch_optional(pool)
-        .await?
-        .ok_or(ViewError::NotFound(run))
+    line(pool, run).await?.ok_or(ViewError::NotFound(run))
 }
 
 /// The view of `run` now.

@@ -578,3 +578,177 @@ async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
     assert_eq!((batch["value"].clone(), batch["updated_by"].clone()), (json!(150), json!(OPERATOR)));
     api.assert_no_secret();
 }
+
+/// A retry from a dead-letter queue driven only through the API: a preview without a target, `to_original_queues`,
+/// executed; every message back on its own queue once. And the calls that cannot mean a retry are refused.
+#[tokio::test]
+async fn a_retry_to_the_original_queues_is_previewed_and_run_through_the_api() {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let j = testbed::jolokia::Jolokia::new(east);
+    // `source_and_target` gives a queue of 40 messages on east-1; its messages are dead-lettered into a queue of
+    // the test's own on the same node.
+    let (original, unused, ids) = source_and_target("api_retry", 40).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&unused).await;
+    let dlq = testbed::unique_name("api_retry_dlq");
+    support::create_queue(east, &dlq).await;
+    j.add_address_settings(&original, &json!({ "deadLetterAddress": dlq }).to_string()).await.unwrap();
+    let moved = j
+        .exec(&j.queue_mbean(&original, &original), "sendMessagesToDeadLetterAddress(java.lang.String)", json!([""]))
+        .await
+        .unwrap();
+    assert_eq!(moved, json!(40));
+
+    let mut world = World::new("api_retry", &[("batch_size", json!(15))]).await;
+    let api = Api::start(&world).await;
+    world.spawn_worker("w1", &[]).await;
+    let source = json!({ "cluster": "east", "node": "east-1", "queue": dlq });
+    let body = json!({ "source": source, "to_original_queues": true, "selection": { "kind": "all" } });
+    for (bad, why) in [
+        (json!({ "source": source, "selection": { "kind": "all" } }), "nowhere to go"),
+        (
+            json!({ "source": source, "target": source, "to_original_queues": true, "selection": { "kind": "all" } }),
+            "both",
+        ),
+        (
+            json!({ "mode": "copy", "source": source, "to_original_queues": true, "selection": { "kind": "all" } }),
+            "a copy",
+        ),
+    ] {
+        let (status, answer) = api.post("/api/v1/previews", OPERATOR, bad).await;
+        assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{why}: {answer}");
+    }
+
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    assert_eq!(stored["can_start"], json!(true), "{stored:#}");
+    assert_eq!(stored["plan"]["destination"]["kind"], json!("original_queues"), "{stored:#}");
+    assert_eq!(stored["plan"]["destination"]["queues"][0]["queue"], json!(original), "{stored:#}");
+    assert_eq!(stored["preview"]["selection_size"], json!(40), "{stored:#}");
+    let run: Uuid = stored["run_id"].as_str().unwrap().parse().unwrap();
+    let execute = json!({
+        "plan_hash": stored["plan_hash"],
+        "acknowledged": acks(&stored),
+        "confirm": dlq,
+        "override_cap": true,
+    });
+    let (status, answer) = api.post(&format!("/api/v1/runs/{run}/execute"), OPERATOR, execute).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+    let (state, counters) = world.wait_run(run, &["succeeded", "partial", "failed"], Duration::from_secs(120)).await;
+    assert_eq!(state, "succeeded", "{counters:?}");
+    let (_, view) = api.get(&format!("/api/v1/runs/{run}"), OPERATOR).await;
+    assert!(view["to"].as_str().unwrap_or_default().contains(&original), "the run says where it went: {view:#}");
+
+    let back = census(east, &original).await;
+    let left = census(east, &dlq).await;
+    assert_exactly_once(&ids, &back, &[&left]);
+    assert_accounting(&counters, &Census::moved(&ids, &back, &left));
+    let _ = j.remove_address_settings(&original).await;
+    let _ = j.destroy_queue(&original).await;
+    let _ = j.destroy_queue(&dlq).await;
+}
+
+/// `/me` names the caller and its grants; a run's audit trail shows its preview and each execute attempt, and a
+/// cluster's trail pages newest first; neither carries the plan hash; an operator who may not see them gets 404.
+#[tokio::test]
+async fn the_caller_sees_its_grants_and_the_audit_trails_without_the_plan_hash() {
+    let (source, target, _) = source_and_target("api_audit", 3).await;
+    let world = World::new("api_audit", &[]).await;
+    let api = Api::start(&world).await;
+
+    let (status, me) = api.get("/api/v1/me", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["operator"], json!(OPERATOR));
+    assert!(me["service"].as_str().is_some_and(|s| !s.is_empty()), "{me}");
+    assert!(!me["grants"].as_array().unwrap().is_empty(), "the test operator holds grants: {me}");
+    let (_, nobody) = api.get("/api/v1/me", "nobody").await;
+    assert_eq!(nobody["grants"], json!([]), "{nobody}");
+
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    let run = stored["run_id"].as_str().unwrap().to_string();
+    let hash = stored["plan_hash"].as_str().unwrap().to_string();
+    let wrong = json!({ "plan_hash": "0".repeat(32), "acknowledged": acks(&stored), "override_cap": true });
+    let (status, _) = api.post(&format!("/api/v1/runs/{run}/execute"), OPERATOR, wrong).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    let (status, trail) = api.get(&format!("/api/v1/runs/{run}/audit"), OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{trail}");
+    let seen: Vec<(String, String)> = trail["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["action"].as_str().unwrap().into(), e["outcome"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(seen, [("preview".into(), "ok".into()), ("execute".into(), "refused".into())], "{trail:#}");
+    assert!(!trail.to_string().contains(&hash), "the audit trail tells the hash to echo: {trail:#}");
+
+    let (status, page) = api.get("/api/v1/clusters/east/audit?limit=1", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["entries"].as_array().unwrap().len(), 1, "{page}");
+    let before = page["next_before"].as_i64().expect("a next page");
+    let (_, older) = api.get(&format!("/api/v1/clusters/east/audit?limit=500&before={before}"), OPERATOR).await;
+    assert!(older["entries"].as_array().unwrap().iter().all(|e| e["id"].as_i64().unwrap() < before), "{older}");
+    assert!(older.get("next_before").is_none(), "the last page: {older}");
+    assert!(!older.to_string().contains(&hash), "{older:#}");
+    let (status, _) = api.get("/api/v1/clusters/east/audit?limit=0", OPERATOR).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    for path in [format!("/api/v1/runs/{run}/audit"), "/api/v1/clusters/east/audit".into()] {
+        let (status, answer) = api.get(&path, "nobody").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
+    }
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
+/// `GET /runs` a page at a time: a cursor walks every run once, runs made in the same instant included (a cursor
+/// by time alone skipped them), and the filters hold across pages.
+#[tokio::test]
+async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
+    let (source, target, _) = source_and_target("api_pages", 2).await;
+    let world = World::new("api_pages", &[]).await;
+    let api = Api::start(&world).await;
+    let mut made = Vec::new();
+    for _ in 0..4 {
+        let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
+        assert_eq!(status, StatusCode::CREATED, "{stored}");
+        made.push(stored["run_id"].as_str().unwrap().to_string());
+    }
+    // Three of the four made in one instant.
+    sqlx::query("UPDATE transfer_run SET created_at = '2026-01-01T00:00:00Z' WHERE id = ANY($1::uuid[])")
+        .bind(made[1..].iter().map(|id| id.parse::<Uuid>().unwrap()).collect::<Vec<_>>())
+        .execute(&world.pool)
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    let mut path = "/api/v1/runs?limit=1&cluster=east&operator=tester".to_string();
+    loop {
+        let (status, page) = api.get(&path, OPERATOR).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        seen.extend(page["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_string()));
+        match page["next"].as_str() {
+            Some(next) => path = format!("/api/v1/runs?limit=1&cluster=east&operator=tester&cursor={next}"),
+            None => break,
+        }
+        assert!(seen.len() <= 10, "the cursor does not end: {seen:?}");
+    }
+    let mut sorted_seen = seen.clone();
+    sorted_seen.sort();
+    let mut sorted_made = made.clone();
+    sorted_made.sort();
+    assert_eq!(sorted_seen, sorted_made, "each run once, newest first: {seen:?}");
+    assert_eq!(seen[0], made[0], "the run made last (now) comes first");
+
+    for (query, expected) in [("cluster=nowhere", 0), ("operator=someone-else", 0), ("until=2026-01-02T00:00:00Z", 3)] {
+        let (_, page) = api.get(&format!("/api/v1/runs?{query}"), OPERATOR).await;
+        assert_eq!(page["runs"].as_array().unwrap().len(), expected, "{query}: {page}");
+    }
+    let (status, _) = api.get("/api/v1/runs?cursor=not-a-cursor", OPERATOR).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}

@@ -52,8 +52,14 @@ async fn run_preview(source: &str, target_node: &str, target: &str, selection: S
     let (s, t) = (bed.node("east-1"), bed.node(target_node));
     let (sm, tm) = (management(s), management(t));
     let t0 = sm.broker_state().await.unwrap().current_time_millis.expect("2.40 has CurrentTimeMillis");
-    let plan =
-        Plan { mode: Mode::Move, source: queue_ref(s, source), target: queue_ref(t, target), selection, t0_millis: t0 };
+    let plan = Plan {
+        mode: Mode::Move,
+        source: queue_ref(s, source),
+        target: queue_ref(t, target),
+        selection,
+        t0_millis: t0,
+        destination: Default::default(),
+    };
     let (sc, tc) = (core_addr(s), core_addr(t));
     let facts = gather(
         &plan,
@@ -305,6 +311,7 @@ async fn a_node_that_does_not_answer_could_not_be_checked() {
         target: QueueRef { cluster: "west".into(), node: "west-9".into(), queue: "q".into(), address: None },
         selection: Selection::All,
         t0_millis: i64::MAX,
+        destination: Default::default(),
     };
     let sc = core_addr(s);
     let facts = gather(

@@ -13,6 +13,7 @@ mod moves;
 mod orphans;
 mod outbound;
 mod paged;
+mod retry;
 mod returns;
 mod staging;
 mod support;

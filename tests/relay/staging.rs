@@ -61,7 +61,7 @@ async fn broker_now(mgmt: &BrokerManagement) -> i64 {
 fn frozen(t0_millis: i64, user_filter: Option<&str>) -> String {
     let q = |queue: &str| QueueRef { cluster: "c".into(), node: "n".into(), queue: queue.into(), address: None };
     let selection = user_filter.map_or(Selection::All, |f| Selection::Filter(f.into()));
-    Plan { mode: Mode::Move, source: q("s"), target: q("t"), selection, t0_millis }
+    Plan { mode: Mode::Move, source: q("s"), target: q("t"), selection, t0_millis, destination: Default::default() }
         .effective_filter()
         .expect("a frozen selection has a filter")
 }

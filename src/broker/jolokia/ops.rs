@@ -663,6 +663,26 @@ impl BrokerManagement {
         self.count_answer("countMessages", &v)
     }
 
+    /// `browse(1, 1, filter)`: the first message matching `filter`, as the broker's message map (`messageID`, its
+    /// typed property tables such as `StringProperties`), or `None` when none matches. Unlike
+    /// [`Self::count_messages`] and [`Self::list_messages`], the broker counts only matching messages against
+    /// this page, so it scans the whole queue until a match (`QueueControlImpl.browse(int,int,String)`, seen
+    /// live: docs/broker-notes.md, "A retry from a dead-letter queue"). Messages in delivery are not seen.
+    pub async fn first_message(&self, queue: &ObjectName, filter: &str) -> Result<Option<Value>, JolokiaError> {
+        let v = self
+            .client
+            .request(&Request::exec(
+                queue.clone(),
+                "browse(int,int,java.lang.String)",
+                vec![json!(1), json!(1), json!(filter)],
+            ))
+            .await?;
+        match v {
+            Value::Array(mut items) if items.len() <= 1 => Ok(items.pop()),
+            other => Err(self.bad_answer("browse", "a list of at most one message", &other)),
+        }
+    }
+
     /// `countDeliveringMessages(filter)`: messages matching `filter` that are in delivery to a consumer (sent, not
     /// yet acknowledged). Unlike [`Self::count_messages`] it checks every delivering message: no scan limit.
     pub async fn count_delivering_messages(

@@ -5,8 +5,11 @@
 //! whether a row matched; turning "no row" into [`crate::jobs::Error::LeaseLost`] is the caller's job
 //! ([`crate::jobs::lease`]). Nothing here decides policy.
 
+pub mod budget;
 pub mod job;
 pub mod metrics;
 pub mod prune;
 pub mod record;
 pub mod run;
+pub mod schema;
+pub mod session;

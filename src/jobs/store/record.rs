@@ -21,15 +21,23 @@ pub struct RunEvent {
     pub detail: serde_json::Value,
 }
 
-/// One row of `audit`.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// One row of `audit`: an audited action.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct AuditRow {
+    /// Its place in the audit (ascending with time): the cursor of a cluster's trail.
     pub id: i64,
+    /// When.
     pub at: DateTime<Utc>,
+    /// Who: the operator (`service:operator` when a service acted for them).
     pub actor: String,
+    /// What, e.g. `preview`, `execute`, `stop`, `settings.set`.
     pub action: String,
+    /// On what, e.g. `run:<id>`, `cluster:<name>`.
     pub target: String,
+    /// `ok`, `refused` or `error`.
     pub outcome: String,
+    /// What the action was given and what came of it: free-form, each action has its own.
+    #[schema(value_type = Object)]
     pub detail: serde_json::Value,
 }
 
@@ -78,6 +86,27 @@ pub async fn audit_insert(
 /// `audit_list.sql`: the newest `limit` rows.
 pub async fn audit_list(db: impl PgExecutor<'_>, limit: i64) -> Result<Vec<AuditRow>, Error> {
     sqlx::query_as(include_str!("../sql/audit_list.sql")).bind(limit).fetch_all(db).await.db("audit_list")
+}
+
+/// `audit_for_run.sql`: every row about `run`, oldest first.
+pub async fn audit_for_run(db: impl PgExecutor<'_>, run: uuid::Uuid) -> Result<Vec<AuditRow>, Error> {
+    sqlx::query_as(include_str!("../sql/audit_for_run.sql")).bind(run).fetch_all(db).await.db("audit_for_run")
+}
+
+/// `audit_for_cluster.sql`: the newest `limit` rows concerning `cluster`, older than row `before` when given.
+pub async fn audit_for_cluster(
+    db: impl PgExecutor<'_>,
+    cluster: &str,
+    limit: i64,
+    before: Option<i64>,
+) -> Result<Vec<AuditRow>, Error> {
+    sqlx::query_as(include_str!("../sql/audit_for_cluster.sql"))
+        .bind(cluster)
+        .bind(limit)
+        .bind(before)
+        .fetch_all(db)
+        .await
+        .db("audit_for_cluster")
 }
 
 /// `setting_seed.sql`: writes the default unless the key has a value.

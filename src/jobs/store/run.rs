@@ -3,12 +3,50 @@
 use sqlx::PgExecutor;
 
 use crate::jobs::error::{DbContext, Error};
-use crate::jobs::model::{RunId, RunRow, RunState};
+use crate::jobs::model::{JobId, NewJob, RunId, RunRow, RunState};
 
 /// `run_insert.sql`: a new previewed run.
 pub async fn run_insert(db: impl PgExecutor<'_>, run: RunId, started_by: Option<&str>) -> Result<(), Error> {
     sqlx::query(include_str!("../sql/run_insert.sql")).bind(run).bind(started_by).execute(db).await.db("run_insert")?;
     Ok(())
+}
+
+/// `transfer_run_start.sql`: starts (or resumes) `run` with `first` as its next job; the job and its sequence.
+/// A refusal comes back as [`Error::Db`] holding the function's SQLSTATE (AT001, AT002) for the caller to read.
+pub async fn transfer_run_start(
+    db: impl PgExecutor<'_>,
+    run: RunId,
+    first: &NewJob,
+    started_by: &str,
+    default_max_attempts: i32,
+) -> Result<(JobId, i64), Error> {
+    let (job, seq): (i64, i64) = sqlx::query_as(include_str!("../sql/transfer_run_start.sql"))
+        .bind(run)
+        .bind(&first.kind)
+        .bind(&first.payload)
+        .bind(started_by)
+        .bind(first.max_attempts.unwrap_or(default_max_attempts))
+        .bind(first.run_at)
+        .bind(first.priority)
+        .fetch_one(db)
+        .await
+        .db("transfer_run_start")?;
+    Ok((JobId(job), seq))
+}
+
+/// `transfer_run_request_stop.sql`: the function's answer (`{"stop": …, "state": …}`). A refusal comes back as
+/// [`Error::Db`] holding the function's SQLSTATE (AT001).
+pub async fn transfer_run_request_stop(
+    db: impl PgExecutor<'_>,
+    run: RunId,
+    reason: &str,
+) -> Result<serde_json::Value, Error> {
+    sqlx::query_scalar(include_str!("../sql/transfer_run_request_stop.sql"))
+        .bind(run)
+        .bind(reason)
+        .fetch_one(db)
+        .await
+        .db("transfer_run_request_stop")
 }
 
 /// `run_get.sql`.

@@ -54,6 +54,7 @@ use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
 use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, Selected};
+use crate::transfer::store::ledger as ledger_store;
 
 /// How long one copy job keeps its browser. Each continuation browses again from the head past everything
 /// already copied (the source keeps it), so a slice must be long against a copy's usual length for the cost to
@@ -428,7 +429,7 @@ impl<'a> Slice<'a> {
         run.relay.in_doubt.retain(|id| !browsed.ids.contains(id));
         run.relay.progressed_in = Some(JobAttempt::of(&self.ctx.job));
         let mut tx = self.ctx.lease.begin().await?;
-        ledger_add(tx.conn(), run.id, &ledger).await?;
+        ledger_store::ledger_add(tx.conn(), run.id, &ledger).await?;
         state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         state::set_active_state(tx.conn(), run.id, RunState::Running).await?;
         if count.one_by_one {
@@ -543,7 +544,7 @@ pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcom
     let words = end_words(&run.counters, "copied", &proof, &verdict);
     let finished = json!({ "copied": run.counters.delivered, "not_copied": run.counters.not_taken() });
     let mut tx = ctx.lease.begin().await?;
-    sqlx::query("DELETE FROM transfer_copy_ledger WHERE run_id = $1").bind(run.id).execute(&mut *tx.conn()).await?;
+    ledger_store::ledger_clear(&mut *tx.conn(), run.id).await?;
     end_run(tx, &run, ("copy_finished", finished), &proof, words).await
 }
 
@@ -569,30 +570,10 @@ async fn ledger_holds(pool: &sqlx::PgPool, run: uuid::Uuid, ids: &[i64]) -> Resu
     if ids.is_empty() {
         return Ok(HashSet::new());
     }
-    let rows: Vec<(i64,)> =
-        sqlx::query_as("SELECT message_id FROM transfer_copy_ledger WHERE run_id = $1 AND message_id = ANY($2)")
-            .bind(run)
-            .bind(ids)
-            .fetch_all(pool)
-            .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
-}
-
-/// Records `ids` as copied: one array insert.
-async fn ledger_add(conn: &mut sqlx::PgConnection, run: uuid::Uuid, ids: &[i64]) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO transfer_copy_ledger (run_id, message_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING",
-    )
-    .bind(run)
-    .bind(ids)
-    .execute(conn)
-    .await?;
-    Ok(())
+    Ok(ledger_store::ledger_holding(pool, run, ids).await?.into_iter().collect())
 }
 
 /// How many source messages the run's ledger records as copied (kept while the run can be resumed).
 pub async fn ledger_size(pool: &sqlx::PgPool, run: uuid::Uuid) -> Result<i64, sqlx::Error> {
-    let (n,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM transfer_copy_ledger WHERE run_id = $1").bind(run).fetch_one(pool).await?;
-    Ok(n)
+    ledger_store::ledger_size(pool, run).await
 }

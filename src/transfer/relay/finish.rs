@@ -210,6 +210,7 @@ pub(crate) async fn another_pass(
     proof: Option<&Proof>,
 ) -> Result<Outcome, RelayError> {
     run.relay.exhausted = false;
+    run.relay.destination_next = 0;
     run.relay.finish_rechecks += 1;
     run.relay.pass_started_at = Some(run.counters.delivered);
     let mut tx = ctx.lease.begin().await?;

@@ -48,7 +48,7 @@ use crate::jobs::settings::Settings;
 use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::gather::end_facts;
-use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::plan::{Mode, QueueRef, Selection};
 use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, StagingError};
 
@@ -144,21 +144,25 @@ impl<'a> Chunk<'a> {
             tx.conn(),
             run.id,
             "local_move_started",
-            json!({ "node": self.node.label, "source": run.plan.source.queue, "target": run.plan.target.queue }),
+            json!({ "node": self.node.label, "source": run.plan.source.queue, "target": run.plan.target_queue_words() }),
         )
         .await?;
         tx.commit_progress().await?;
         Ok(())
     }
 
-    /// The target re-checked as before a relay batch; a filtered move over a paging source waits while the
+    /// The queue the next chunk moves into (the target, or a retry's original queue) re-checked as before a relay
+    /// batch; a filtered move over a paging source waits while the
     /// source broker's heap is nearly full (its scan keeps in the heap what it passes over).
     async fn guard(&mut self) -> Step {
         let (ctx, settings) = (self.ctx, &self.settings);
         let run = &mut self.run;
         let estimate = BatchSize::estimate(&run.counters, self.settings.batch_size.max(1), settings.batch_bytes);
-        let facts = end_facts(&self.node.mgmt, &run.plan.target).await?;
-        let mut waits = check_target(&run.plan.target, &facts, estimate, settings.capacity_threshold_pct).decided()?;
+        let Some(into) = destination(run).cloned() else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        let facts = end_facts(&self.node.mgmt, &into).await?;
+        let mut waits = check_target(&into, &facts, estimate, settings.capacity_threshold_pct).decided()?;
         if waits.is_none() && run.source_paged && matches!(run.plan.selection, Selection::Filter(_)) {
             waits =
                 check_source_heap(&run.plan.source.display(), self.node.mgmt.heap().await.ok().flatten()).decided()?;
@@ -232,10 +236,14 @@ async fn move_frozen(
         Some(left) => batch.min(left),
         None => batch,
     };
-    let filter = run.plan.effective_filter().unwrap_or_default();
+    let Some(into) = destination(run).cloned() else {
+        run.relay.exhausted = true;
+        return Ok(0);
+    };
+    let filter = run.plan.filter_into(&into).unwrap_or_default();
     record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
     let t0 = Some(run.plan.t0_millis);
-    let moved = match staging::refill_by_filter(&node.mgmt, source, &run.plan.target.queue, &filter, batch, t0).await {
+    let moved = match staging::refill_by_filter(&node.mgmt, source, &into.queue, &filter, batch, t0).await {
         Ok(n) => n as i64,
         Err(e) if nothing_moved(&e) => {
             run.relay.refill = None;
@@ -248,9 +256,19 @@ async fn move_frozen(
     fault::reach("local-move");
     run.relay.refill = None;
     run.counters.delivered += moved;
-    // Fewer than asked: nothing more on the source matches the frozen selection now (the end looks once more).
-    run.relay.exhausted = moved < i64::from(batch);
+    // Fewer than asked: nothing more on the source goes to this destination now; after the last destination,
+    // nothing more matches the frozen selection (the end looks once more).
+    if moved < i64::from(batch) {
+        run.relay.destination_next += 1;
+    }
+    run.relay.exhausted = destination(run).is_none();
     Ok(moved)
+}
+
+/// The queue the next chunk of a filter or the whole queue moves into: the target, or the retry's original
+/// queue the chunks have reached; `None` once every one has been emptied of the selection.
+fn destination(run: &TransferRun) -> Option<&QueueRef> {
+    run.plan.destinations().get(run.relay.destination_next).copied()
 }
 
 /// Ids: up to a batch of the plan's ids (those of failed calls first), in batched requests of at most `chunk`

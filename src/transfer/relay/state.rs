@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::jobs::RunState;
 use crate::transfer::plan::Plan;
+use crate::transfer::store::relay as relay_store;
 
 /// The relay's cursor (the `relay` column).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -48,6 +49,10 @@ pub struct RelayState {
     /// Where the batch in doubt began in its target address's count of sent duplicate ids (ADR 0010); kept
     /// while `in_doubt` holds ids, so other runs into the address leave those ids in the target's cache.
     pub window: Option<super::window::WindowMark>,
+    /// A move on one node by a filter or the whole queue: how many of the plan's destinations (`Plan::destinations`:
+    /// the target, or a retry's original queues) its chunks have emptied of the selection; the next chunk moves
+    /// into the one at this index.
+    pub destination_next: usize,
     /// A copy: the job and attempt that last recorded copied messages in the ledger. A slice is one job for many
     /// batches, so a later attempt of the same job after such progress hands over to a fresh job (copy.rs).
     pub progressed_in: Option<JobAttempt>,
@@ -183,8 +188,8 @@ pub struct TransferRun {
     pub counters: Counters,
     /// The staging queue, once prepared.
     pub staging_queue: Option<String>,
-    /// The run's state as text.
-    pub state: String,
+    /// The run's state when the job read it.
+    pub state: RunState,
     /// Whether the preview found the target queue missing, to be created by the run.
     pub create_target: bool,
     /// Whether the preview found the source paging (`source-paged`): a filtered refill then makes the broker read
@@ -217,26 +222,9 @@ pub enum StateError {
     NoPlan(Uuid),
 }
 
-#[derive(sqlx::FromRow)]
-struct Row {
-    id: Uuid,
-    state: String,
-    plan: Option<serde_json::Value>,
-    relay: serde_json::Value,
-    counters: serde_json::Value,
-    staging_queue: Option<String>,
-    preview: Option<serde_json::Value>,
-    stop_reason: Option<String>,
-}
-
 /// Reads the run `id` as a move (inside a fenced transaction, or on the pool for a first look).
 pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<TransferRun, StateError> {
-    let row: Row = sqlx::query_as(
-        "SELECT id, state, plan, relay, counters, staging_queue, preview, stop_reason FROM transfer_run WHERE id = $1",
-    )
-    .bind(id)
-    .fetch_one(conn)
-    .await?;
+    let row = relay_store::relay_run_load(conn, id).await?;
     let plan = row.plan.ok_or(StateError::NoPlan(row.id))?;
     let plan: Plan = serde_json::from_value(plan).map_err(|source| StateError::Decode { column: "plan", source })?;
     let relay = serde_json::from_value(row.relay).map_err(|source| StateError::Decode { column: "relay", source })?;
@@ -279,38 +267,19 @@ pub async fn save(
     relay: &RelayState,
     counters: &Counters,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE transfer_run SET relay = $2, counters = $3, updated_at = now() WHERE id = $1")
-        .bind(id)
-        .bind(serde_json::to_value(relay).expect("the relay state serialises"))
-        .bind(serde_json::to_value(counters).expect("counters serialise"))
-        .execute(conn)
-        .await?;
-    Ok(())
+    relay_store::relay_run_save(conn, id, relay, counters).await
 }
 
 /// Records the staging queue's name on the run (fenced).
 pub async fn set_staging(conn: &mut PgConnection, id: Uuid, staging: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE transfer_run SET staging_queue = $2, updated_at = now() WHERE id = $1")
-        .bind(id)
-        .bind(staging)
-        .execute(conn)
-        .await?;
-    Ok(())
+    relay_store::relay_run_set_staging(conn, id, staging).await
 }
 
 /// Sets the state of a run that holds its slot: `running` or `waiting` (for room on the target). A run in any
 /// other state is left alone.
 pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: RunState) -> Result<(), sqlx::Error> {
     debug_assert!(matches!(state, RunState::Running | RunState::Waiting | RunState::Returning));
-    sqlx::query(
-        "UPDATE transfer_run SET state = $2, updated_at = now() \
-         WHERE id = $1 AND state IN ('running', 'waiting', 'returning') AND state <> $2",
-    )
-    .bind(id)
-    .bind(state.as_str())
-    .execute(conn)
-    .await?;
-    Ok(())
+    relay_store::relay_run_set_active_state(conn, id, state).await
 }
 
 /// Records an event on the run (inside the caller's transaction).
@@ -320,13 +289,7 @@ pub async fn event(
     kind: &str,
     detail: serde_json::Value,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO run_event (run_id, kind, detail) VALUES ($1, $2, $3)")
-        .bind(id)
-        .bind(kind)
-        .bind(detail)
-        .execute(conn)
-        .await?;
-    Ok(())
+    relay_store::relay_event_insert(conn, id, kind, &detail).await
 }
 
 #[cfg(test)]
@@ -389,6 +352,7 @@ mod tests {
                 start: 400,
                 target_started: Some(1_700_000_000_000),
             }),
+            destination_next: 1,
             progressed_in: Some(JobAttempt { job: 12, attempt: 2 }),
         };
         let back: RelayState = serde_json::from_value(serde_json::to_value(&relay).unwrap()).unwrap();

@@ -24,6 +24,7 @@ use crate::broker::jolokia::BrokerState;
 use crate::transfer::outbound::duplicate_id;
 use crate::transfer::plan::QueueRef;
 use crate::transfer::proof::same_start;
+use crate::transfer::store::window as window_store;
 
 /// Where a run's batch in doubt began in its target address's count of sent ids.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,35 +205,16 @@ pub async fn reserve(
         Some(c) if c <= 0 => return Ok(Room::NoCache),
         Some(c) => c,
     };
-    let sent: i64 = sqlx::query_scalar(
-        "INSERT INTO duplicate_id_window (target) VALUES ($1) \
-         ON CONFLICT (target) DO UPDATE SET updated_at = now() RETURNING sent",
-    )
-    .bind(target)
-    .fetch_one(&mut *conn)
-    .await?;
-    let held: Vec<(Uuid, Option<i64>, i32)> = sqlx::query_as(
-        "SELECT id, (relay -> 'window' ->> 'start')::bigint, jsonb_array_length(relay -> 'in_doubt') \
-         FROM transfer_run \
-         WHERE (relay -> 'window' ->> 'target') = $2 AND id <> $1 \
-           AND jsonb_array_length(coalesce(relay -> 'in_doubt', '[]'::jsonb)) > 0",
-    )
-    .bind(run)
-    .bind(target)
-    .fetch_all(&mut *conn)
-    .await?;
-    let held: Vec<Held> = held
+    let sent = window_store::window_touch(&mut *conn, target).await?;
+    let held: Vec<Held> = window_store::window_holders(&mut *conn, run, target)
+        .await?
         .into_iter()
-        .map(|(run, start, size)| Held { run, start: start.unwrap_or(0), size: i64::from(size) })
+        .map(|h| Held { run: h.run, start: h.start.unwrap_or(0), size: i64::from(h.size) })
         .collect();
     if let Err(blocking) = room(sent, new_ids, cache, &held) {
         return Ok(Room::Full(full_words(target, cache, &blocking)));
     }
-    sqlx::query("UPDATE duplicate_id_window SET sent = sent + $2 WHERE target = $1")
-        .bind(target)
-        .bind(new_ids)
-        .execute(&mut *conn)
-        .await?;
+    window_store::window_advance(&mut *conn, target, new_ids).await?;
     Ok(Room::Open { start: sent })
 }
 

@@ -178,14 +178,34 @@ impl World {
         self.preview(Mode::Copy, source, target, selection).await
     }
 
+    /// Previews a retry of `source`'s selected messages to their original queues; asserts it refused nothing.
+    pub async fn preview_retry(&self, source: QueueRef, selection: Selection) -> StoredPreview {
+        let request =
+            PreviewRequest { mode: Mode::Move, target: source.clone(), source, selection, operator: "tester".into() };
+        let stored = artemis_transfer::transfer::retry::preview_retry_and_store(
+            &self.pool,
+            &request,
+            &PreviewSettings::default(),
+            Duration::from_secs(600),
+        )
+        .await
+        .unwrap();
+        Self::assert_not_refused(&stored);
+        stored
+    }
+
     async fn preview(&self, mode: Mode, source: QueueRef, target: QueueRef, selection: Selection) -> StoredPreview {
         let request = PreviewRequest { mode, source, target, selection, operator: "tester".into() };
         let stored = preview_and_store(&self.pool, &request, &PreviewSettings::default(), Duration::from_secs(600))
             .await
             .unwrap();
+        Self::assert_not_refused(&stored);
+        stored
+    }
+
+    fn assert_not_refused(stored: &StoredPreview) {
         let refused: Vec<_> = stored.preview.findings.iter().filter(|f| f.kind == Kind::Refused).collect();
         assert!(refused.is_empty(), "the preview refused the run: {refused:#?}");
-        stored
     }
 
     /// Executes a stored preview, acknowledging everything it raised.

@@ -1,0 +1,19 @@
+//! Statements about the schema itself: the lock that serialises applying `sql/functions/`, and the migration
+//! level `/ready` compares with the build's.
+//!
+//! Unlike the rest of the store these return the driver's error: applying the functions happens inside
+//! [`crate::jobs::functions::apply`], whose [`crate::jobs::functions::ApplyError`] is itself part of
+//! [`crate::jobs::Error`], and readiness reports any failure as "the database does not answer".
+
+use sqlx::PgExecutor;
+
+/// `functions_lock.sql`: waits for the advisory lock `key`, held until the transaction ends.
+pub async fn functions_lock(db: impl PgExecutor<'_>, key: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(include_str!("../sql/functions_lock.sql")).bind(key).execute(db).await?;
+    Ok(())
+}
+
+/// `schema_version.sql`: the newest migration applied, `None` on a database never migrated.
+pub async fn schema_version(db: impl PgExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/schema_version.sql")).fetch_one(db).await
+}
