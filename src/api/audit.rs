@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::auth::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Problem};
 use super::runs::{require_visible, run_id, OnOneRun, RunParam};
 use super::ApiState;
 use crate::jobs::store::record::{self, AuditRow};
@@ -96,9 +96,9 @@ pub struct ClusterAuditQuery {
     responses(
         (status = 200, description = "A page of the cluster's audit trail", body = AuditTrail),
         (status = 400, description = "A limit or cursor out of range, or an unknown query field (invalid-request)",
-            body = ErrorBody),
+            body = Problem),
         (status = 404, description = "No such cluster, or one the operator may not see (not-found)",
-            body = ErrorBody),
+            body = Problem),
     ))]
 pub async fn cluster_audit(
     State(state): State<ApiState>,

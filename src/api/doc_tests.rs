@@ -11,6 +11,7 @@ use axum::Router;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
+use super::doc::strings_at;
 use super::{document, router, ApiState, ServiceTokens};
 
 /// The methods a route could be served on (HEAD is GET's, OPTIONS and the rest are never routed here).
@@ -25,6 +26,7 @@ fn unreachable_state() -> ApiState {
     ApiState {
         pool,
         tokens: Arc::new(ServiceTokens::parse("test=0123456789abcdef0123456789abcdef").expect("a token")),
+        metrics_token: None,
         max_attempts: 1,
         preview_valid_for: Duration::from_secs(60),
         events_every: Duration::from_millis(50),
@@ -32,7 +34,7 @@ fn unreachable_state() -> ApiState {
 }
 
 fn generated() -> Value {
-    serde_json::to_value(document()).expect("the document serialises")
+    document()
 }
 
 /// Every (method, path) of the document.
@@ -77,7 +79,8 @@ async fn answer(router: &Router, method: &Method, path: &str) -> (StatusCode, Op
     let response = router.clone().oneshot(request).await.expect("an answer");
     let status = response.status();
     let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap_or_default();
-    let slug = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| v["error"].as_str().map(str::to_string));
+    let problem_type = |v: Value| v["type"].as_str().map(|t| t.trim_start_matches("/problems/").to_string());
+    let slug = serde_json::from_slice::<Value>(&bytes).ok().and_then(problem_type);
     (status, slug)
 }
 
@@ -149,6 +152,40 @@ fn every_operation_is_named_and_declares_its_failures() {
     }
 }
 
+/// An answer of the document, followed through its `$ref` to `components`.
+fn resolved<'d>(doc: &'d Value, answer: &'d Value) -> &'d Value {
+    match answer["$ref"].as_str() {
+        Some(name) => &doc["components"]["responses"][name.rsplit('/').next().unwrap_or_default()],
+        None => answer,
+    }
+}
+
+/// Every error answer is an RFC 9457 problem (the readiness 503 excepted: a platform reads its JSON), every
+/// answer declares X-Request-Id, and an operation that takes a body declares 413 and 415.
+#[test]
+fn every_error_is_declared_a_problem_and_every_answer_its_request_id() {
+    let doc = generated();
+    for (method, path) in documented(&doc) {
+        let operation = &doc["paths"][&path][method.as_str().to_lowercase()];
+        let at = format!("{method} {path}");
+        for (status, answer) in operation["responses"].as_object().expect("responses") {
+            let answer = resolved(&doc, answer);
+            assert!(answer["headers"]["X-Request-Id"].is_object(), "{at} {status}: no X-Request-Id");
+            if status.as_str() < "400" || (path == "/ready" && status == "503") {
+                continue;
+            }
+            let content = answer["content"].as_object().expect("an error answer has a body");
+            let types: Vec<&String> = content.keys().collect();
+            assert_eq!(types, ["application/problem+json"], "{at} {status}");
+            assert_eq!(content["application/problem+json"]["schema"]["$ref"], "#/components/schemas/Problem");
+        }
+        if operation.get("requestBody").is_some() {
+            let statuses = statuses(operation);
+            assert!(statuses.contains(&413) && statuses.contains(&415), "{at}: {statuses:?}");
+        }
+    }
+}
+
 /// Where `schema` (followed through `$ref`s to `components`, and into its parts) is an object that says nothing
 /// of its shape without saying it is free-form.
 fn bare_objects(doc: &Value, schema: &Value, at: &str, seen: &mut BTreeSet<String>, found: &mut Vec<String>) {
@@ -189,13 +226,11 @@ fn no_body_is_an_object_of_unknown_shape() {
     for (method, path) in documented(&doc) {
         let operation = &doc["paths"][&path][method.as_str().to_lowercase()];
         let bodies = operation["requestBody"]["content"].as_object().into_iter().flatten();
-        let answers = operation["responses"].as_object().into_iter().flatten().flat_map(|(_, r)| {
-            let r = match r["$ref"].as_str() {
-                Some(name) => &doc["components"]["responses"][name.rsplit('/').next().unwrap_or_default()],
-                None => r,
-            };
-            r["content"].as_object().into_iter().flatten()
-        });
+        let answers = operation["responses"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, r)| resolved(&doc, r)["content"].as_object().into_iter().flatten());
         for (content_type, content) in bodies.chain(answers) {
             let at = format!("{method} {path} {content_type}");
             bare_objects(&doc, &content["schema"], &at, &mut seen, &mut found);
@@ -231,26 +266,12 @@ fn the_document_says_what_the_code_does() {
     }
     for (id, declared) in [
         ("getRun", &[200, 400, 401, 404, 500, 503][..]),
-        ("executeRun", &[202, 400, 401, 403, 404, 409, 422, 500, 503]),
+        ("executeRun", &[202, 400, 401, 403, 404, 409, 413, 415, 422, 500, 503]),
         // 422: an Idempotency-Key sent with another request (every POST).
-        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 422, 500, 503]),
+        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 500, 503]),
         ("followRun", &[200, 400, 401, 404, 500, 503]),
     ] {
         assert_eq!(statuses(operation(&doc, id)), declared.to_vec(), "{id}");
-    }
-}
-
-/// Every string under `key` anywhere in `value` (`$ref`s, descriptions).
-fn strings_at<'v>(value: &'v Value, key: &str, found: &mut Vec<&'v str>) {
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::String(text)) = map.get(key) {
-                found.push(text);
-            }
-            map.values().for_each(|v| strings_at(v, key, found));
-        }
-        Value::Array(items) => items.iter().for_each(|v| strings_at(v, key, found)),
-        _ => {}
     }
 }
 
@@ -274,4 +295,58 @@ fn no_description_carries_a_rustdoc_link() {
     strings_at(&doc, "description", &mut found);
     let links: Vec<&str> = found.into_iter().filter(|d| d.contains("[`")).collect();
     assert!(links.is_empty(), "rustdoc links in the document: {links:#?}");
+}
+
+/// The document says what the door refuses (`api::input`), so a client generating values from it is not refused
+/// for a reason it could not read: body strings and path parameters are patterned, body objects closed.
+#[test]
+fn the_document_says_what_the_door_refuses() {
+    let doc = generated();
+    let schemas = &doc["components"]["schemas"];
+    let reason = &schemas["StopBody"]["properties"]["reason"];
+    assert_eq!((&reason["pattern"], &reason["maxLength"]), (&Value::from(super::doc::LINE_TEXT), &Value::from(1000)));
+    let queue = &schemas["QueueBody"];
+    assert_eq!(queue["additionalProperties"], false, "{queue}");
+    assert!(queue["properties"]["queue"]["pattern"].is_string(), "{queue}");
+    for variant in schemas["SelectionBody"]["oneOf"].as_array().expect("oneOf") {
+        assert_eq!(variant["additionalProperties"], false, "{variant}");
+    }
+    let targets = operation(&doc, "listTargets");
+    assert_eq!(targets["parameters"][0]["schema"]["pattern"], super::doc::LINE_TEXT, "{targets}");
+}
+
+/// A preview's links name operations of the document, by the keys OpenAPI spells (`operationId`).
+#[test]
+fn every_link_names_an_operation_of_the_document() {
+    let doc = generated();
+    let created = &operation(&doc, "createPreview")["responses"]["201"];
+    let links = created["links"].as_object().expect("a stored preview links to its run's calls");
+    assert!(links.contains_key("executeRun"), "{created}");
+    for (name, link) in links {
+        let id = link["operationId"].as_str().unwrap_or_else(|| panic!("{name}: no operationId: {link}"));
+        operation(&doc, id);
+        assert_eq!(link["parameters"]["run"], "$response.body#/run_id", "{name}");
+    }
+}
+
+/// Where a value of the document is JSON null (a key added by indexing the JSON mutably, say).
+fn nulls(value: &Value, at: &str, found: &mut Vec<String>) {
+    match value {
+        Value::Null => found.push(at.to_string()),
+        // A value a schema describes may be null: a default, an example, an enum's or a const's.
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| !["default", "example", "examples", "enum", "const"].contains(&k.as_str()))
+            .for_each(|(k, v)| nulls(v, &format!("{at}/{k}"), found)),
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| nulls(v, &format!("{at}/{i}"), found)),
+        _ => {}
+    }
+}
+
+/// No key of the document is null: a reader takes `"type": null` as a type (schemathesis 4.32 crashed on it).
+#[test]
+fn no_value_of_the_document_is_null() {
+    let mut found = Vec::new();
+    nulls(&generated(), "", &mut found);
+    assert!(found.is_empty(), "null in the document at {found:#?}");
 }

@@ -1,5 +1,6 @@
-//! The API's errors: a stable slug, an HTTP status and the words a person reads — never a stack trace, never a
-//! secret. A refusal the caller can act on keeps the library's own words (they say what to do); a failure of a
+//! The API's errors: RFC 9457 problem documents (`application/problem+json`) whose `type` is `/problems/<slug>`
+//! (a stable slug; the path is a name, not served), with a `title` per slug, the `status`, the words a person
+//! reads as `detail` and the request's id as `request_id` — never a stack trace, never a secret. A refusal the caller can act on keeps the library's own words (they say what to do); a failure of a
 //! system (the database, a broker's management) is logged in full with an incident id and answered with that id
 //! and plain words only, because its chain may name hosts and internals the caller has no business seeing.
 
@@ -15,8 +16,7 @@ use crate::transfer::permissions::{GrantError, MissingGrant, PermissionError};
 use crate::transfer::service::ServiceError;
 use crate::transfer::view::ViewError;
 
-/// An answer other than success: `{"error": slug, "message": words}` (plus `missing_grant` when a grant is
-/// missing) with its status.
+/// An answer other than success: a [`Problem`] (plus `missing_grant` when a grant is missing) with its status.
 #[derive(Debug)]
 pub struct ApiError {
     /// The HTTP status.
@@ -32,7 +32,7 @@ pub struct ApiError {
 impl ApiError {
     /// An error with `status`, `slug` and `message`.
     pub fn new(status: StatusCode, slug: &'static str, message: impl Into<String>) -> ApiError {
-        debug_assert!(SLUGS.contains(&slug), "the slug {slug:?} is not in error::SLUGS (the document lists them)");
+        debug_assert!(title(slug).is_some(), "the slug {slug:?} is not in error::PROBLEMS (the document lists them)");
         ApiError { status, slug, message: message.into(), missing_grant: None }
     }
 
@@ -56,21 +56,30 @@ impl ApiError {
         }
     }
 
-    /// A failure of a system: logged whole under a new incident id; the caller gets the id and `what` failed.
+    /// A failure of a system: logged whole under the request's id; the caller gets the id and `what` failed.
     pub fn internal(what: &str, error: &(dyn std::error::Error + 'static)) -> ApiError {
-        let incident = uuid::Uuid::new_v4();
-        tracing::error!(%incident, error = %error_chain(error), "API request failed: {what}");
+        let request_id = super::request::current_id();
+        tracing::error!(%request_id, error = %error_chain(error), "API request failed: {what}");
         let (status, slug) = if is_database(error) {
             (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable")
         } else {
             (StatusCode::INTERNAL_SERVER_ERROR, "internal")
         };
-        ApiError::new(
-            status,
-            slug,
-            format!("{what} failed; the service's log has the details under incident {incident}"),
-        )
+        ApiError::new(status, slug, in_the_log(what, &request_id))
     }
+
+    /// 502: a broker's management could not be asked. Its words name hosts and ports, which are ours: they go to
+    /// the log under the request's id, the caller gets plain words and the id.
+    pub fn broker_unreachable(details: &str) -> ApiError {
+        let request_id = super::request::current_id();
+        tracing::warn!(%request_id, details, "API request: a broker's management could not be asked");
+        ApiError::new(StatusCode::BAD_GATEWAY, "discovery", in_the_log("asking a broker's management", &request_id))
+    }
+}
+
+/// The words of a failure whose details are for the operators of the service only.
+pub(super) fn in_the_log(what: &str, request_id: &str) -> String {
+    format!("{what} failed; the service's log has the details under request {request_id}")
 }
 
 /// Whether `error` (or a cause) is the database out of reach (no connection, pool exhausted): the caller may
@@ -89,64 +98,99 @@ fn is_database(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Every slug an answer may carry, as the document lists them: a new slug is added here first (a debug build
-/// refuses an unlisted one, so a test that reaches it fails).
-pub const SLUGS: &[&str] = &[
-    "unauthenticated",
-    "no-operator",
-    "invalid-request",
-    "invalid-run-id",
-    "invalid-selection",
-    "invalid-setting",
-    "not-found",
-    "no-such-route",
-    "missing-grant",
-    "run-state",
-    "preview-expired",
-    "plan-hash-mismatch",
-    "preview-refused",
-    "source-busy",
-    "not-acknowledged",
-    "unknown-acknowledgement",
-    "confirmation-required",
-    "safety-cap",
-    "unsupported",
-    "conflict",
-    "missing-credentials",
-    "discovery",
-    "orphan-state",
-    "orphan-refused",
-    "database-unavailable",
-    "internal",
-    "idempotency-in-progress",
-    "idempotency-key-reused",
+/// Every slug an answer may carry, with its problem's title, as the document lists them: a new slug is added
+/// here first (a debug build refuses an unlisted one, so a test that reaches it fails).
+pub const PROBLEMS: &[(&str, &str)] = &[
+    ("unauthenticated", "No known bearer token"),
+    ("no-operator", "No operator named"),
+    ("invalid-operator", "Not an operator's name"),
+    ("invalid-request", "Malformed request"),
+    ("invalid-run-id", "Not a run id"),
+    ("invalid-selection", "Not a selection"),
+    ("invalid-setting", "Not a setting's value"),
+    ("not-found", "Not found"),
+    ("no-such-route", "No such path"),
+    ("method-not-allowed", "Method not allowed"),
+    ("missing-grant", "A grant is missing"),
+    ("run-state", "The run's state forbids it"),
+    ("preview-expired", "The preview has expired"),
+    ("plan-hash-mismatch", "Not the run's plan hash"),
+    ("preview-refused", "The preview refused the run"),
+    ("source-busy", "Another run holds the source"),
+    ("not-acknowledged", "Findings to acknowledge"),
+    ("unknown-acknowledgement", "Not a finding of the preview"),
+    ("confirmation-required", "Confirmation required"),
+    ("safety-cap", "Over the safety cap"),
+    ("unsupported", "Not supported"),
+    ("conflict", "Conflict"),
+    ("body-too-large", "Body too large"),
+    ("unsupported-media-type", "Not JSON"),
+    ("missing-credentials", "Credentials not set"),
+    ("discovery", "A broker could not be asked"),
+    ("orphan-state", "The orphan's state forbids it"),
+    ("orphan-refused", "The return is refused"),
+    ("database-unavailable", "The database is out of reach"),
+    ("internal", "A failure of ours"),
+    ("idempotency-in-progress", "The key's first request is being answered"),
+    ("idempotency-key-reused", "The key names another request"),
 ];
 
-/// The body of every answer other than success.
+/// The title of `slug`'s problem.
+pub fn title(slug: &str) -> Option<&'static str> {
+    PROBLEMS.iter().find(|(s, _)| *s == slug).map(|(_, title)| *title)
+}
+
+/// The content type of every error answer (RFC 9457).
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// The `type` of `slug`'s problem: a relative reference naming it, stable across releases.
+pub fn problem_type(slug: &str) -> String {
+    format!("/problems/{slug}")
+}
+
+/// The body of every answer other than success: an RFC 9457 problem document.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// A stable, machine-readable name for the case.
-    #[schema(schema_with = slug_schema)]
-    pub error: &'static str,
+pub struct Problem {
+    /// `/problems/<slug>`: a stable, machine-readable name for the case (not served).
+    #[serde(rename = "type")]
+    #[schema(schema_with = type_schema)]
+    pub problem_type: String,
+    /// The slug's short title: the same for every occurrence of the case.
+    pub title: &'static str,
+    /// The HTTP status, as answered.
+    #[schema(minimum = 400, maximum = 599)]
+    pub status: u16,
     /// What happened and what to do, in words.
-    pub message: String,
+    pub detail: String,
+    /// The request's id, as in the X-Request-Id header and the service's log line for it.
+    pub request_id: String,
     /// The grant the operator lacks, when that is the reason (`missing-grant`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_grant: Option<MissingGrant>,
 }
 
-/// `error` is one of [`SLUGS`].
-fn slug_schema() -> utoipa::openapi::schema::Object {
+/// `type` is `/problems/<slug>` for one of [`PROBLEMS`].
+fn type_schema() -> utoipa::openapi::schema::Object {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(SLUGS.iter().copied()))
+        .enum_values(Some(PROBLEMS.iter().map(|(slug, _)| problem_type(slug))))
         .build()
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { error: self.slug, message: self.message, missing_grant: self.missing_grant };
+        let body = Problem {
+            problem_type: problem_type(self.slug),
+            title: title(self.slug).unwrap_or("Error"),
+            status: self.status.as_u16(),
+            detail: self.message,
+            request_id: super::request::current_id(),
+            missing_grant: self.missing_grant,
+        };
         let mut response = (self.status, Json(body)).into_response();
+        response
+            .headers_mut()
+            .insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static(PROBLEM_JSON));
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -217,7 +261,7 @@ impl From<RegistryError> for ApiError {
             RegistryError::MissingCredentials(words) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing-credentials", words.clone())
             }
-            RegistryError::Discovery(words) => ApiError::new(StatusCode::BAD_GATEWAY, "discovery", words.clone()),
+            RegistryError::Discovery(words) => ApiError::broker_unreachable(words),
             RegistryError::Db(_) | RegistryError::Jolokia(_) => ApiError::internal("the cluster registry", &e),
         }
     }
@@ -256,13 +300,6 @@ impl From<OrphanError> for ApiError {
             }
             _ => ApiError::internal("the orphan return", &e),
         }
-    }
-}
-
-/// A body that is not the call's JSON: 400 in the API's form, with the extractor's words.
-impl From<axum::extract::rejection::JsonRejection> for ApiError {
-    fn from(e: axum::extract::rejection::JsonRejection) -> ApiError {
-        ApiError::bad_request("invalid-request", e.body_text())
     }
 }
 
@@ -332,12 +369,29 @@ mod tests {
         let e: ApiError = ActionError::Db(sqlx::Error::PoolTimedOut).into();
         assert_eq!((e.status, e.slug), (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable"));
         assert!(
-            e.message.starts_with("the action failed; the service's log has the details under incident "),
+            e.message.starts_with("the action failed; the service's log has the details under request "),
             "{}",
             e.message
         );
         let e: ApiError = ActionError::Db(sqlx::Error::RowNotFound).into();
         assert_eq!((e.status, e.slug), (StatusCode::INTERNAL_SERVER_ERROR, "internal"));
         assert!(!e.message.contains("no rows"), "{}", e.message);
+    }
+
+    /// A broker that cannot be asked is named in the log, not to the caller (its words carry hosts and ports).
+    #[test]
+    fn an_unreachable_broker_answers_without_its_address() {
+        let words = "east-1 (http://10.0.0.7:8161/console/jolokia): connection refused";
+        let e: ApiError = RegistryError::Discovery(words.into()).into();
+        assert_eq!((e.status, e.slug), (StatusCode::BAD_GATEWAY, "discovery"));
+        assert!(!e.message.contains("10.0.0.7") && !e.message.contains("east-1"), "{}", e.message);
+    }
+
+    #[test]
+    fn every_slug_has_a_title_and_a_type() {
+        for (slug, title) in PROBLEMS {
+            assert!(!title.is_empty(), "{slug}");
+            assert_eq!(problem_type(slug).strip_prefix("/problems/"), Some(*slug));
+        }
     }
 }

@@ -29,6 +29,8 @@ pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED: &str = "idempotency-replayed";
 /// The longest key.
 pub const MAX_KEY: usize = 255;
+/// A key, as the document says it: visible ASCII ([`key_of`] checks the same).
+const KEY_PATTERN: &str = "^[!-~]{1,255}$";
 /// The largest body kept (an answer of the API is far smaller).
 const MAX_BODY: usize = 1 << 20;
 
@@ -188,7 +190,13 @@ impl utoipa::Modify for Documented {
                 "Sent again with the same request, the first answer is answered again (marked `Idempotency-Replayed: \
                  true`) and nothing is done twice; with another request, 422 (idempotency-key-reused). Kept a day.",
             ))
-            .schema(Some(ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(MAX_KEY))))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(MAX_KEY))
+                    .pattern(Some(KEY_PATTERN)),
+            ))
             .build();
         let answers = super::doc::error_answers(&[
             (409, "The first request with this Idempotency-Key is still being answered (idempotency-in-progress)"),

@@ -5,19 +5,24 @@
 //! ([`auth`]); the operator's grants decide, exactly as on the command line and the SQL start path, because all
 //! three call the same library functions (`transfer::service`, `transfer::actions`, `transfer::orphans`,
 //! `jobs::admin`) — the API only translates. A cluster or run the operator may not see answers 404, as one that
-//! does not exist. Errors are `{"error": <slug>, "message": <words>}` with a fitting status ([`error`]).
+//! does not exist. Every error, the framework's own included, is an RFC 9457 problem document
+//! (`application/problem+json`, `type` = `/problems/<slug>`) with a fitting status ([`error`]); every answer
+//! carries the request's id in `X-Request-Id` ([`request`]).
 //!
-//! `/health` (the process answers), `/ready` (the database answers and its schema is this build's) and
-//! `/metrics` (Prometheus) need no token: they say nothing about any message or operator.
+//! `/health` (the process answers) and `/ready` (the database answers and its schema is this build's) need no
+//! token: they say nothing about any message or operator. `/metrics` (Prometheus) needs one only when
+//! `ARTEMIS_TRANSFER_METRICS_TOKEN` is set: its counts describe the traffic, which a deployment may keep to itself.
 
 mod audit;
 pub mod auth;
 pub mod doc;
 pub mod error;
 mod idempotency;
+pub mod input;
 mod ops;
 mod orphans;
 mod previews;
+pub mod request;
 mod runs;
 mod settings;
 mod store;
@@ -42,6 +47,8 @@ pub struct ApiState {
     pub pool: PgPool,
     /// The services that may call.
     pub tokens: Arc<ServiceTokens>,
+    /// The token `/metrics` asks for, if any (`auth::METRICS_TOKEN_ENV`).
+    pub metrics_token: Option<Arc<ServiceTokens>>,
     /// Attempts of a job before its run is Interrupted (`retry.max_attempts`), for the runs the API starts.
     pub max_attempts: i32,
     /// How long a preview may be executed after it was made.
@@ -79,12 +86,13 @@ fn routes() -> OpenApiRouter<ApiState> {
         .nest("/api/v1", v1)
 }
 
-/// The OpenAPI document of [`router`]'s routes.
-pub fn document() -> utoipa::openapi::OpenApi {
+/// The OpenAPI document of [`router`]'s routes, as served (JSON).
+pub fn document() -> serde_json::Value {
     let mut document = routes().into_openapi();
-    doc::Common.modify(&mut document);
+    // The idempotency key's answers first: Common gives every answer its request id and problem type.
     idempotency::Documented.modify(&mut document);
-    document
+    doc::Common.modify(&mut document);
+    doc::finish(serde_json::to_value(&document).expect("the OpenAPI document serialises"))
 }
 
 /// The API's routes over `state`.
@@ -92,7 +100,9 @@ pub fn router(state: ApiState) -> Router {
     Router::from(routes())
         .fallback(ops::no_such_route)
         .layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::layer))
-        .layer(axum::middleware::from_fn(ops::log_request))
+        .layer(axum::middleware::from_fn(input::refuse_bad_target))
+        .layer(axum::extract::DefaultBodyLimit::max(input::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(request::around))
         .with_state(state)
 }
 

@@ -1,26 +1,24 @@
 //! What a platform asks of the service rather than of a run: liveness, readiness, Prometheus metrics, the OpenAPI
-//! document, the answer to an unknown path, and one log line per request.
+//! document, and the answer to an unknown path.
 
 use std::fmt::Write as _;
 use std::sync::LazyLock;
-use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, ErrorBody};
+use super::auth::Scraper;
+use super::error::{ApiError, Problem};
 use super::ApiState;
 use crate::jobs::store::metrics;
 use crate::jobs::{JobState, RunState};
 
 /// The OpenAPI document, as JSON: made once, from the router's routes (see [`super::doc`]).
-static DOCUMENT: LazyLock<String> =
-    LazyLock::new(|| super::document().to_json().expect("the OpenAPI document serialises"));
+static DOCUMENT: LazyLock<String> = LazyLock::new(|| super::document().to_string());
 
 /// The answer of `/health`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -93,12 +91,15 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
         artemis_transfer_runs{state}, artemis_transfer_jobs{state}, artemis_transfer_run_slots_taken, \
         artemis_transfer_run_slots_limit, artemis_transfer_live_run_messages{outcome}, \
         artemis_transfer_live_run_delivered_bytes.",
+    security((), ("metrics" = [])),
     responses(
         (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
-        (status = 500, description = "A failure of ours (internal)", body = ErrorBody),
-        (status = 503, description = "The database is out of reach (database-unavailable)", body = ErrorBody),
+        (status = 401, description = "ARTEMIS_TRANSFER_METRICS_TOKEN is set and the request does not present it \
+            (unauthenticated)", body = Problem),
+        (status = 500, description = "A failure of ours (internal)", body = Problem),
+        (status = 503, description = "The database is out of reach (database-unavailable)", body = Problem),
     ))]
-pub async fn metrics(State(state): State<ApiState>) -> Result<Response, ApiError> {
+pub async fn metrics(State(state): State<ApiState>, _scraper: Scraper) -> Result<Response, ApiError> {
     let pool = &state.pool;
     let runs = metrics::metrics_runs_by_state(pool).await?;
     let jobs = metrics::metrics_jobs_by_state(pool).await?;
@@ -180,21 +181,4 @@ pub async fn no_such_route(request: Request) -> ApiError {
         "no-such-route",
         format!("there is no {} {}: see /openapi.json", request.method(), request.uri().path()),
     )
-}
-
-/// One log line per request: method, path (never the query string), status and time taken.
-pub async fn log_request(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    // The path only: a query string is the caller's and is not logged.
-    let route = request.uri().path().to_string();
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let status = response.status().as_u16();
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    if status >= 500 {
-        tracing::warn!(%method, route, status, ms, "API request");
-    } else {
-        tracing::info!(%method, route, status, ms, "API request");
-    }
-    response
 }

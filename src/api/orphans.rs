@@ -11,7 +11,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Problem};
+use super::input::ApiJson;
 use super::ApiState;
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
@@ -57,24 +58,23 @@ pub struct ReturnOrphanBody {
     responses(
         (status = 200, description = "What went where", body = orphans::Returned),
         (status = 400, description = "Not the call's JSON (invalid-request), or no X-Operator (no-operator)",
-            body = ErrorBody),
+            body = Problem),
         (status = 403, description = "The operator lacks message:move on the orphan's cluster (missing-grant)",
-            body = ErrorBody),
+            body = Problem),
         (status = 404, description = "No such cluster, node or staging queue, or one the operator may not see \
-            (not-found)", body = ErrorBody),
+            (not-found)", body = Problem),
         (status = 409, description = "A run owns it, it is in use, or messages were left (orphan-state), or the \
-            registry disagrees (conflict)", body = ErrorBody),
+            registry disagrees (conflict)", body = Problem),
         (status = 422, description = "The staging queue's name was not typed (confirmation-required), the return \
             is refused (orphan-refused), or the cluster's credentials are not set (missing-credentials)",
-            body = ErrorBody),
-        (status = 502, description = "A broker's management could not be asked (discovery)", body = ErrorBody),
+            body = Problem),
+        (status = 502, description = "A broker's management could not be asked (discovery)", body = Problem),
     ))]
 pub async fn return_orphan(
     State(state): State<ApiState>,
     caller: Caller,
-    request: Result<Json<ReturnOrphanBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(b): ApiJson<ReturnOrphanBody>,
 ) -> Result<Json<orphans::Returned>, ApiError> {
-    let Json(b) = request?;
     if b.confirm.as_deref() != Some(b.queue.as_str()) {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -22,7 +21,8 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Problem};
+use super::input::{check_free_text, single_header, ApiJson, OptionalJson};
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
@@ -42,15 +42,6 @@ pub(super) async fn require_visible(state: &ApiState, run: Uuid, caller: &Caller
     } else {
         Err(ApiError::not_found(format!("there is no run {run}")))
     }
-}
-
-/// A body that may be left out: none (or only white space) is the default; one that is not the call's JSON is a
-/// 400 in the API's own error form.
-fn optional_body<T: serde::de::DeserializeOwned + Default>(bytes: &Bytes) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request("invalid-request", format!("the body: {e}")))
 }
 
 /// Query of `GET /api/v1/runs`.
@@ -111,7 +102,7 @@ fn keyset_of(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
     responses(
         (status = 200, description = "A page of runs", body = Runs),
         (status = 400, description = "A limit out of range, an unknown state, a cursor this service did not give, \
-            or an unknown query field (invalid-request)", body = ErrorBody),
+            or an unknown query field (invalid-request)", body = Problem),
     ))]
 pub async fn list(
     State(state): State<ApiState>,
@@ -229,18 +220,17 @@ pub struct ExecuteBody {
         (status = 202, description = "Queued, with its place when every slot is taken", body = Accepted),
         RunAction,
         (status = 409, description = "The run's state or another run forbids it (run-state, preview-expired, \
-            plan-hash-mismatch, preview-refused, source-busy)", body = ErrorBody),
+            plan-hash-mismatch, preview-refused, source-busy)", body = Problem),
         (status = 422, description = "Needs something more from the operator (not-acknowledged, \
-            unknown-acknowledgement, confirmation-required, safety-cap, unsupported)", body = ErrorBody),
+            unknown-acknowledgement, confirmation-required, safety-cap, unsupported)", body = Problem),
     ))]
 pub async fn execute(
     State(state): State<ApiState>,
     caller: Caller,
     Path(RunParam { run }): Path<RunParam>,
-    request: Result<Json<ExecuteBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(b): ApiJson<ExecuteBody>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
-    let Json(b) = request?;
     let confirm = Confirmation {
         plan_hash: b.plan_hash,
         acknowledged: b.acknowledged,
@@ -273,11 +263,15 @@ fn accepted(run: Uuid, state: RunState, queue_position: Option<Option<i64>>) -> 
     (StatusCode::ACCEPTED, Json(Accepted { run, state, events, queue_position })).into_response()
 }
 
+/// The longest stop reason: it is one line of the run's view and of the CLI's output.
+const MAX_REASON_CHARS: usize = 1000;
+
 /// The body of `POST /api/v1/runs/{run}/stop`: optional, as is its field.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopBody {
-    /// Why (recorded on the run); default "operator request".
+    /// Why (recorded on the run); default "operator request". One line of printable text.
+    #[schema(max_length = 1000, pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$")]
     pub reason: Option<String>,
 }
 
@@ -292,16 +286,17 @@ pub struct StopBody {
         (status = 200, description = "Stopped (nothing was in flight), or already ended", body = StopAnswer),
         (status = 202, description = "Stop requested: the batch in flight finishes first", body = StopAnswer),
         RunAction,
-        (status = 409, description = "The run's state forbids it (run-state)", body = ErrorBody),
+        (status = 409, description = "The run's state forbids it (run-state)", body = Problem),
     ))]
 pub async fn stop(
     State(state): State<ApiState>,
     caller: Caller,
     Path(RunParam { run }): Path<RunParam>,
-    request: Bytes,
+    OptionalJson(body): OptionalJson<StopBody>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
-    let reason = optional_body::<StopBody>(&request)?.reason.unwrap_or_else(|| "operator request".into());
+    let reason = body.reason.unwrap_or_else(|| "operator request".into());
+    check_free_text("`reason`", &reason, MAX_REASON_CHARS)?;
     let answer = match actions::stop(&state.pool, run, &reason, &caller.operator).await? {
         StopRequest::Stopped => StopAnswer::ended(run, StopResult::Stopped, RunState::Stopped),
         StopRequest::Requested => StopAnswer {
@@ -359,7 +354,7 @@ impl StopAnswer {
         (status = 202, description = "Queued", body = Accepted),
         RunAction,
         (status = 409, description = "The run's state or another run forbids it (run-state, source-busy)",
-            body = ErrorBody),
+            body = Problem),
     ))]
 pub async fn resume(
     State(state): State<ApiState>,
@@ -392,19 +387,18 @@ pub struct ReturnBody {
     responses(
         (status = 202, description = "Returning", body = Accepted),
         RunAction,
-        (status = 409, description = "The run's state forbids it (run-state)", body = ErrorBody),
+        (status = 409, description = "The run's state forbids it (run-state)", body = Problem),
         (status = 422, description = "The source queue's name was not typed (confirmation-required), or a return \
-            does not apply (unsupported)", body = ErrorBody),
+            does not apply (unsupported)", body = Problem),
     ))]
 pub async fn return_to_source(
     State(state): State<ApiState>,
     caller: Caller,
     Path(RunParam { run }): Path<RunParam>,
-    request: Bytes,
+    OptionalJson(ReturnBody { confirm: typed }): OptionalJson<ReturnBody>,
 ) -> Result<Response, ApiError> {
     let run = run_id(&run)?;
     require_visible(&state, run, &caller).await?;
-    let typed = optional_body::<ReturnBody>(&request)?.confirm;
     let line =
         view::line(&state.pool, run).await?.ok_or_else(|| ApiError::not_found(format!("there is no run {run}")))?;
     let source = line.source_queue.unwrap_or_default();
@@ -425,6 +419,7 @@ pub async fn return_to_source(
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// The last event id already seen.
+    #[param(minimum = 0)]
     pub after: Option<i64>,
 }
 
@@ -432,6 +427,20 @@ pub struct EventsQuery {
 /// but become visible when their transaction commits, so a row can appear after a higher id was already sent
 /// (two writers of one run's log at once: a batch and a stop). A transaction of a batch lasts at most its lease.
 const LATE_WINDOW_SECS: i64 = 120;
+
+/// One server-sent event of a run's stream, as a client parses it. Only its schema is used: the stream writes
+/// axum's `Event`s.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct StreamEvent {
+    /// Its name: the kind of an event log row, or `progress`, `error` or `end`.
+    pub event: String,
+    /// JSON: a RunEvent (an event log row), {state, counters, stop_reason, last_error} (`progress`), {message}
+    /// (`error`) or {run, state} (`end`).
+    pub data: String,
+    /// The event log row's id (rows only): what Last-Event-ID or `after` resumes from.
+    pub id: Option<String>,
+}
 
 /// Where a stream is: the highest event id sent, the ids sent recently (to send a late row once), the progress
 /// last sent, whether the end was sent.
@@ -463,11 +472,12 @@ struct Cursor {
     params(
         RunParam,
         EventsQuery,
-        ("Last-Event-ID" = Option<i64>, Header, description = "The last event id already seen (as `after`)"),
+        ("Last-Event-ID" = Option<i64>, Header, minimum = 0,
+            description = "The last event id already seen (as `after`)"),
     ),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "The event stream", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "The event stream", body = StreamEvent, content_type = "text/event-stream"),
         OnOneRun,
     ))]
 pub async fn events(
@@ -479,8 +489,11 @@ pub async fn events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let run = run_id(&run)?;
     let Query(q) = query?;
+    if q.after.is_some_and(|after| after < 0) {
+        return Err(ApiError::bad_request("invalid-request", "after must be an event id (0 or more)"));
+    }
+    let from_header = last_event_id(&headers)?;
     require_visible(&state, run, &caller).await?;
-    let from_header = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     let after = q.after.or(from_header).unwrap_or(0);
     let cursor =
         Cursor { state, run, after, floor: after, recent: Vec::new(), last_progress: None, ended: false, first: true };
@@ -497,6 +510,16 @@ pub async fn events(
     });
     use futures_util::StreamExt as _;
     Ok(Sse::new(stream.flatten()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// The event id a reconnecting client last saw: one `Last-Event-ID` header holding a number. Anything else is
+/// refused, because taking it as "none" would replay the whole log to a client that has most of it.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+    let Some(value) = single_header(headers, "last-event-id")? else { return Ok(None) };
+    let id = value.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok()).filter(|id| *id >= 0);
+    id.map(Some).ok_or_else(|| {
+        ApiError::bad_request("invalid-request", "Last-Event-ID must be the id of an event this stream sent (a number)")
+    })
 }
 
 /// What a stream sends next: new event rows, then progress if it changed, then `end` once the run has ended.

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::auth::Caller;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, Problem};
+use super::input::ApiJson;
 use super::ApiState;
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed};
@@ -100,18 +101,17 @@ fn as_words(value: &Value) -> Result<String, ApiError> {
     responses(
         (status = 200, description = "The old and the new value", body = Changed),
         (status = 400, description = "Not the call's JSON (invalid-request), a value of no setting's kind \
-            (invalid-setting), or no X-Operator (no-operator)", body = ErrorBody),
-        (status = 403, description = "The operator lacks admin on * (missing-grant)", body = ErrorBody),
+            (invalid-setting), or no X-Operator (no-operator)", body = Problem),
+        (status = 403, description = "The operator lacks admin on * (missing-grant)", body = Problem),
         (status = 422, description = "No such setting, or the value is refused (invalid-setting)",
-            body = ErrorBody),
+            body = Problem),
     ))]
 pub async fn set(
     State(state): State<ApiState>,
     caller: Caller,
     Path(key): Path<String>,
-    request: Result<Json<SetBody>, axum::extract::rejection::JsonRejection>,
+    ApiJson(b): ApiJson<SetBody>,
 ) -> Result<Json<Changed>, ApiError> {
-    let Json(b) = request?;
     let words = as_words(&b.value)?;
     let target = format!("setting {key}");
     permissions::require_admin_audited(

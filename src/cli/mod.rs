@@ -230,6 +230,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
 /// `serve`: the HTTP API until SIGTERM (or Ctrl-C); requests in flight are answered first.
 async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
     let tokens = crate::api::ServiceTokens::from_env()?;
+    let metrics_token = crate::api::ServiceTokens::metrics_from_env()?.map(std::sync::Arc::new);
     let pool = connect(config, 4).await?;
     let addr = args.listen.unwrap_or_else(|| config.api.listen.clone());
     let listener =
@@ -237,6 +238,7 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
     let state = crate::api::ApiState {
         pool,
         tokens: std::sync::Arc::new(tokens),
+        metrics_token,
         max_attempts: config.retry.max_attempts,
         preview_valid_for: Duration::from_secs(config.api.preview_valid_secs),
         events_every: Duration::from_millis(config.api.events_poll_ms),

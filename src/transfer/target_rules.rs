@@ -192,9 +192,26 @@ impl Verdict {
     }
 }
 
-/// An `<address-setting>` for `address` holding `body`.
+/// An `<address-setting>` for `address` holding `body`. The address is the broker's name, which may hold any
+/// character, so it is escaped: the snippet must paste into broker.xml as the setting it shows.
 pub fn address_setting(address: &str, body: &str) -> String {
-    format!("<address-setting match=\"{address}\">\n   {body}\n</address-setting>")
+    format!("<address-setting match=\"{}\">\n   {body}\n</address-setting>", xml_attribute(address))
+}
+
+/// `text` as an XML attribute value between double quotes: `& < > " '` escaped.
+fn xml_attribute(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Which end of the transfer a node rule judges.

@@ -324,3 +324,14 @@ fn the_source_node_has_its_own_codes_and_is_the_previews_alone() {
     assert_eq!(v.condition.code, "source-unreachable");
     assert!(v.words.contains("did not answer"), "{}", v.words);
 }
+
+/// A queue's name is the broker's and may hold any character: the snippet escapes it, so pasted into broker.xml
+/// it is the setting it shows (an unescaped `"` or `<` would end the attribute or open an element).
+#[test]
+fn a_snippet_escapes_the_address_it_names() {
+    let snippet = address_setting("a&b<c>\"d'e", "<expiry-delay>-1</expiry-delay>");
+    assert_eq!(
+        snippet,
+        "<address-setting match=\"a&amp;b&lt;c&gt;&quot;d&apos;e\">\n   <expiry-delay>-1</expiry-delay>\n</address-setting>"
+    );
+}

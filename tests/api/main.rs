@@ -27,6 +27,9 @@ use serde_json::{json, Value};
 use testbed::TestBed;
 use uuid::Uuid;
 
+mod fuzz;
+mod input;
+
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
 
 /// The service token of these tests (long enough for the server's minimum).
@@ -44,6 +47,11 @@ struct Api {
 
 impl Api {
     async fn start(world: &World) -> Api {
+        Api::start_with(world, &[]).await
+    }
+
+    /// [`Api::start`] with `extra` in the service's environment.
+    async fn start_with(world: &World, extra: &[(&str, &str)]) -> Api {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let log = world.log_dir.join("serve.log");
         let child = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
@@ -52,7 +60,7 @@ impl Api {
             .env("ARTEMIS_TRANSFER_API_TOKENS", format!("studio={TOKEN}"))
             .env("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "200")
             .env("RUST_LOG", "info,artemis_transfer=debug")
-            .envs(world.worker_env(&[]))
+            .envs(world.worker_env(extra))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -193,10 +201,12 @@ fn acks(stored: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// The slug of an error answer, after checking it has words.
+/// The slug of an error answer (an RFC 9457 problem whose `type` is `/problems/<slug>`), after checking it has
+/// words.
 fn slug(answer: &Value) -> &str {
-    assert!(answer["message"].as_str().is_some_and(|m| !m.is_empty()), "an error without words: {answer}");
-    answer["error"].as_str().unwrap_or_else(|| panic!("not an error answer: {answer}"))
+    assert!(answer["detail"].as_str().is_some_and(|m| !m.is_empty()), "an error without words: {answer}");
+    let problem_type = answer["type"].as_str().unwrap_or_else(|| panic!("not a problem document: {answer}"));
+    problem_type.strip_prefix("/problems/").unwrap_or_else(|| panic!("not a problem type: {answer}"))
 }
 
 #[tokio::test]
@@ -268,6 +278,43 @@ async fn the_door_needs_a_token_and_an_operator_and_every_documented_path_is_rou
     api.assert_no_secret();
 }
 
+/// The metrics token of [`metrics_may_need_a_token`].
+const METRICS_TOKEN: &str = "metrics-scrape-token-0123456789abcdef";
+
+/// `GET /metrics`, with `token` as a bearer token if any.
+async fn scrape(api: &Api, token: Option<&str>) -> (StatusCode, Value) {
+    let mut request = api.client.get(format!("{}/metrics", api.base));
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    api.bodies.lock().unwrap().push(text.clone());
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[tokio::test]
+async fn metrics_may_need_a_token() {
+    let world = World::new("api_metrics", &[]).await;
+    let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER_METRICS_TOKEN", METRICS_TOKEN)]).await;
+    for token in [None, Some(TOKEN), Some("not-the-metrics-token-0123456789")] {
+        let (status, answer) = scrape(&api, token).await;
+        assert_eq!((status, slug(&answer)), (StatusCode::UNAUTHORIZED, "unauthenticated"), "{answer}");
+    }
+    let (status, answer) = scrape(&api, Some(METRICS_TOKEN)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert!(answer.as_str().is_some_and(|m| m.contains("artemis_transfer_runs")), "{answer}");
+    // Health and readiness stay open: a platform's probes carry no token.
+    for path in ["/health", "/ready"] {
+        let r = api.client.get(format!("{}{path}", api.base)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+    }
+    let log = std::fs::read_to_string(&api.log).unwrap();
+    assert!(!log.contains(METRICS_TOKEN), "the log holds the metrics token");
+    api.assert_no_secret();
+}
+
 #[tokio::test]
 async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() {
     let (source, target, ids) = source_and_target("api_move", 300).await;
@@ -290,7 +337,7 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     execute["plan_hash"] = stored["plan_hash"].clone();
     let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
     assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains(&format!("confirm: {source}")), "{answer}");
+    assert!(answer["detail"].as_str().unwrap().contains(&format!("confirm: {source}")), "{answer}");
     execute["confirm"] = json!(source);
     let (status, answer) = api.post(&path("/execute"), OPERATOR, execute.clone()).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
@@ -344,13 +391,10 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     // An operator with no grant sees no such run: the same 404 as a run that does not exist.
     let (status, answer) = api.get(&path(""), "stranger").await;
     assert_eq!((status, slug(&answer)), (StatusCode::NOT_FOUND, "not-found"), "{answer}");
-    assert_eq!(answer["message"], json!(format!("there is no run {run}")));
+    assert_eq!(answer["detail"], json!(format!("there is no run {run}")));
     let other = Uuid::new_v4();
     let (status, nothing) = api.get(&format!("/api/v1/runs/{other}"), OPERATOR).await;
-    assert_eq!(
-        (status, nothing["message"].clone()),
-        (StatusCode::NOT_FOUND, json!(format!("there is no run {other}")))
-    );
+    assert_eq!((status, nothing["detail"].clone()), (StatusCode::NOT_FOUND, json!(format!("there is no run {other}"))));
     let (_, list) = api.get("/api/v1/runs", "stranger").await;
     assert_eq!(list["runs"], json!([]));
     let (status, _) = api.call(Method::GET, &path("/events"), Some("stranger"), None).await;
@@ -408,7 +452,7 @@ async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
     // A return needs the source queue's name typed; the refusal says what a return does.
     let (status, answer) = api.post(&path("/return"), OPERATOR, json!({})).await;
     assert_eq!((status, slug(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, "confirmation-required"), "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains("Messages already delivered stay on the target"), "{answer}");
+    assert!(answer["detail"].as_str().unwrap().contains("Messages already delivered stay on the target"), "{answer}");
     let (status, answer) = api.post(&path("/return"), OPERATOR, json!({ "confirm": source })).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
     let (_, counters) = world.wait_run(run, &["returned"], Duration::from_secs(120)).await;
