@@ -119,6 +119,9 @@ struct OriginalQueues {
     existing: Vec<QueueRef>,
     /// Original queues that no longer exist, each with how many of its messages are there (at least).
     gone: Vec<(String, Option<i64>)>,
+    /// Original queues that are a multicast address's (a topic's subscription): a run moves only to anycast
+    /// queues, so their messages stay; each with how many there are (at least).
+    multicast: Vec<(String, Option<i64>)>,
     /// How many selected messages name no original queue (at least); `None` when unread.
     without: Option<i64>,
     /// What refuses the retry before any queue is judged: an id selection, too many queues, the broker's words.
@@ -149,17 +152,16 @@ impl OriginalQueues {
         let on_node = mgmt.queues().await?;
         let mut found = OriginalQueues::default();
         for name in names.into_iter().filter(|n| n != &dlq.queue) {
+            let from_it = and(user.as_deref(), &format!("{ORIGINAL_QUEUE} = {}", selector_literal(&name)));
             match on_node.iter().find(|(_, _, q)| q == &name) {
-                Some((address, _, _)) => found.existing.push(QueueRef {
+                Some((address, RoutingType::Anycast, _)) => found.existing.push(QueueRef {
                     cluster: dlq.cluster.clone(),
                     node: dlq.node.clone(),
                     address: (address != &name).then(|| address.clone()),
                     queue: name,
                 }),
-                None => {
-                    let from_it = and(user.as_deref(), &format!("{ORIGINAL_QUEUE} = {}", selector_literal(&name)));
-                    found.gone.push((name, mgmt.count_messages(&mbean, Some(&from_it)).await.ok()));
-                }
+                Some(_) => found.multicast.push((name, mgmt.count_messages(&mbean, Some(&from_it)).await.ok())),
+                None => found.gone.push((name, mgmt.count_messages(&mbean, Some(&from_it)).await.ok())),
             }
         }
         let without = and(user.as_deref(), &format!("{ORIGINAL_QUEUE} IS NULL"));
@@ -209,6 +211,19 @@ impl OriginalQueues {
                 words: format!(
                     "Some messages came from queues that no longer exist on this node ({}); they are not selected \
                      and stay where they are. To retry them, create the queue and preview again.",
+                    each.join(", ")
+                ),
+                snippet: None,
+            });
+        }
+        if !self.multicast.is_empty() {
+            let each: Vec<String> = self.multicast.iter().map(|(q, n)| format!("{} from {q}", at_least(*n))).collect();
+            findings.push(Finding {
+                kind: Kind::NeedsAck,
+                code: "original-queue-multicast",
+                words: format!(
+                    "Some messages came from a topic's subscription queue ({}); a run moves only to anycast queues, \
+                     so they are not selected and stay where they are.",
                     each.join(", ")
                 ),
                 snippet: None,
@@ -376,10 +391,23 @@ mod tests {
 
     #[test]
     fn nothing_to_retry_is_refused_and_what_stays_is_said() {
-        let found = OriginalQueues { gone: vec![("old".into(), Some(3))], without: None, ..OriginalQueues::default() };
+        let found = OriginalQueues {
+            gone: vec![("old".into(), Some(3))],
+            multicast: vec![("sub".into(), None)],
+            without: None,
+            ..OriginalQueues::default()
+        };
         let p = found.judge(merge(vec![], &PreviewSettings::default()));
         let codes: Vec<(&str, Kind)> = p.findings.iter().map(|f| (f.code, f.kind)).collect();
-        assert_eq!(codes, [("nothing-to-retry", Kind::Refused), ("original-queue-gone", Kind::NeedsAck)]);
+        assert_eq!(
+            codes,
+            [
+                ("nothing-to-retry", Kind::Refused),
+                ("original-queue-gone", Kind::NeedsAck),
+                ("original-queue-multicast", Kind::NeedsAck)
+            ]
+        );
+        assert!(p.findings[2].words.contains("some from sub"), "{}", p.findings[2].words);
         assert!(p.findings[1].words.contains("3 (or more) from old"), "{}", p.findings[1].words);
         assert!(p.notes.iter().any(|n| n.contains("some selected messages name no original queue")));
         assert!(!p.can_start());
