@@ -30,6 +30,7 @@ fn unreachable_state() -> ApiState {
         max_attempts: 1,
         preview_valid_for: Duration::from_secs(60),
         events_every: Duration::from_millis(50),
+        closing: Default::default(),
     }
 }
 

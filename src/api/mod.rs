@@ -55,6 +55,8 @@ pub struct ApiState {
     pub preview_valid_for: Duration,
     /// How often an event stream looks for news.
     pub events_every: Duration,
+    /// Cancelled when the service begins to close: open event streams end at once (see [`serve`]).
+    pub closing: tokio_util::sync::CancellationToken,
 }
 
 /// Every route with its operation: `routes!` adds a handler's route and its `#[utoipa::path]` entry together,
@@ -106,7 +108,9 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-/// Serves the API on `listener` until `shutdown` resolves; requests in flight are answered first.
+/// Serves the API on `listener` until `shutdown` resolves; requests in flight are answered first, and open event
+/// streams end at once (`ApiState::closing`) — a stream follows its run to the end, which may be hours away, and
+/// a graceful shutdown would wait for it past any grace period.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: ApiState,
@@ -114,6 +118,12 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let addr: Option<SocketAddr> = listener.local_addr().ok();
     tracing::info!(?addr, services = ?state.tokens, "the HTTP API is listening");
+    let closing = state.closing.clone();
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("closing: open event streams end, requests in flight are answered");
+        closing.cancel();
+    };
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }
 

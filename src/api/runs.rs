@@ -423,6 +423,10 @@ pub struct EventsQuery {
     pub after: Option<i64>,
 }
 
+/// How long a client waits before it reconnects to a stream that closed (the SSE `retry` field of the first
+/// events): a stream closes at the run's end, when the service closes, and for a run not yet executed.
+const RECONNECT_AFTER: Duration = Duration::from_secs(3);
+
 /// How long after it was written an event row is still looked for out of order. Event ids come from one sequence
 /// but become visible when their transaction commits, so a row can appear after a higher id was already sent
 /// (two writers of one run's log at once: a batch and a stop). A transaction of a batch lasts at most its lease.
@@ -447,6 +451,8 @@ pub struct StreamEvent {
 struct Cursor {
     state: ApiState,
     run: Uuid,
+    /// Who follows: the stream ends when they may no longer see the run (a grant revoked meanwhile).
+    operator: String,
     after: i64,
     /// Where the client resumed: it has every row up to here.
     floor: i64,
@@ -458,7 +464,9 @@ struct Cursor {
 /// `GET /api/v1/runs/{run}/events`: server-sent events. Each row of the run's event log is an SSE event named
 /// after its kind, with the row's id as the SSE id (so a reconnecting client's `Last-Event-ID`, or `?after=`,
 /// resumes without a gap or a repeat); `progress` events (no id) carry the state and counters whenever they
-/// change. The stream ends after the run's last event once the run has ended (an `end` event says so).
+/// change. The stream ends after the run's last event once the run has ended (an `end` event says so), at once
+/// for a run not yet executed (`end` with state `previewed`), when the operator may no longer see the run (`end`
+/// with state `gone`), and when the service closes (no `end`: the client resumes elsewhere by Last-Event-ID).
 ///
 /// No row is skipped: one that commits after a higher id was sent (see [`LATE_WINDOW_SECS`]) is sent when it
 /// appears, once, out of id order; a client that resumes from such a row's id may get a few rows again (their ids
@@ -468,7 +476,9 @@ struct Cursor {
     description = "Each row of the run's event log is an SSE event named after its kind, with the row's id as the \
         SSE id and a RunEvent as its data; `progress` events (no id) carry {state, counters, stop_reason, \
         last_error} whenever they change; `error` events {message} say the database does not answer; the stream \
-        ends with an `end` event {run, state} once the run has ended. Resume with Last-Event-ID or `after`.",
+        ends with an `end` event {run, state} once the run has ended, at once for a run not yet executed (state \
+        `previewed`), and when the operator may no longer see the run (state `gone`); it closes without one when \
+        the service closes. The first events carry `retry`. Resume with Last-Event-ID or `after`.",
     params(
         RunParam,
         EventsQuery,
@@ -495,17 +505,33 @@ pub async fn events(
     let from_header = last_event_id(&headers)?;
     require_visible(&state, run, &caller).await?;
     let after = q.after.or(from_header).unwrap_or(0);
-    let cursor =
-        Cursor { state, run, after, floor: after, recent: Vec::new(), last_progress: None, ended: false, first: true };
+    let cursor = Cursor {
+        state,
+        run,
+        operator: caller.operator,
+        after,
+        floor: after,
+        recent: Vec::new(),
+        last_progress: None,
+        ended: false,
+        first: true,
+    };
     let stream = stream::unfold(cursor, |mut c| async move {
         if c.ended {
             return None;
         }
         if !c.first {
-            tokio::time::sleep(c.state.events_every).await;
+            // The service is closing (SIGTERM): the stream ends now, not at the run's end, so the service exits
+            // within its grace period; the client reconnects (to another replica) and resumes by Last-Event-ID.
+            tokio::select! {
+                () = tokio::time::sleep(c.state.events_every) => {}
+                () = c.state.closing.cancelled() => return None,
+            }
         }
-        c.first = false;
-        let batch = next_events(&mut c).await;
+        let mut batch = next_events(&mut c).await;
+        if std::mem::take(&mut c.first) {
+            batch = batch.into_iter().map(|e| e.retry(RECONNECT_AFTER)).collect();
+        }
         Some((stream::iter(batch.into_iter().map(Ok)), c))
     });
     use futures_util::StreamExt as _;
@@ -534,13 +560,16 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
         EventCursor { after: c.after, floor: c.floor, late_window_secs: LATE_WINDOW_SECS as f64, recent: &recent };
     let rows = run_events_after(pool, c.run, cursor).await;
     let line = view::line(pool, c.run).await;
-    let (rows, line) = match (rows, line) {
-        (Ok(rows), Ok(Some(line))) => (rows, line),
-        (_, Ok(None)) => {
+    // Grants are checked again at every look: one revoked while the stream is open ends it as for a run that does
+    // not exist (SPEC §9: what the operator may not see is answered as nothing).
+    let visible = view::visible(pool, c.run, &c.operator).await;
+    let (rows, line) = match (rows, line, visible) {
+        (Ok(rows), Ok(Some(line)), Ok(true)) => (rows, line),
+        (_, Ok(None), _) | (_, _, Ok(false)) => {
             c.ended = true;
             return vec![Event::default().event("end").data(json!({ "run": c.run, "state": "gone" }).to_string())];
         }
-        (Err(e), _) | (_, Err(e)) => {
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             tracing::warn!(run = %c.run, error = %e, "event stream: the database does not answer");
             return vec![Event::default()
                 .event("error")
@@ -559,7 +588,9 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
         out.push(Event::default().event("progress").data(progress.to_string()));
         c.last_progress = Some(progress);
     }
-    if line.state.is_ended() && !more_rows {
+    // A run not yet executed has nothing to follow: its stream ends after its progress, saying so, and a client
+    // that executes it follows it again (EventSource reconnects by itself).
+    if (line.state.is_ended() || line.state == RunState::Previewed) && !more_rows {
         c.ended = true;
         out.push(Event::default().event("end").data(json!({ "run": c.run, "state": line.state }).to_string()));
     }

@@ -242,6 +242,7 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
         max_attempts: config.retry.max_attempts,
         preview_valid_for: Duration::from_secs(config.api.preview_valid_secs),
         events_every: Duration::from_millis(config.api.events_poll_ms),
+        closing: Default::default(),
     };
     let stop = worker::shutdown::terminate_signal();
     crate::api::serve(listener, state, async move {

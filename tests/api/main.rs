@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -813,6 +813,100 @@ async fn a_request_sent_again_with_its_idempotency_key_is_answered_once() {
     assert_eq!((status, slug(&answer)), (StatusCode::CONFLICT, "run-state"), "{answer}");
     let (status, _, answer) = post(path, OPERATOR, "bad key", json!({})).await;
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
+
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
+/// The whole text of `run`'s event stream as `operator` follows it, until the stream ends (within `limit`).
+async fn stream_text(api: &Api, run: &str, operator: &str, limit: Duration) -> String {
+    let request = api
+        .client
+        .get(format!("{}/api/v1/runs/{run}/events", api.base))
+        .bearer_auth(TOKEN)
+        .header("X-Operator", operator);
+    let read = async {
+        let mut response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut text = String::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        text
+    };
+    tokio::time::timeout(limit, read).await.unwrap_or_else(|_| panic!("the stream of {run} did not end in {limit:?}"))
+}
+
+/// An event stream ends — at once for a run not yet executed, when its follower's grant is revoked, and when the
+/// service is told to stop (SIGTERM), which then exits within its grace period instead of waiting on the stream;
+/// its first events tell the client when to reconnect.
+#[tokio::test]
+async fn event_streams_end_for_a_previewed_run_a_revoked_grant_and_a_closing_service() {
+    let (source, target, _) = source_and_target("api_streams", 2).await;
+    let world = World::new("api_streams", &[]).await;
+    let mut api = Api::start(&world).await;
+    let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
+    assert_eq!(status, StatusCode::CREATED, "{stored}");
+    let run = stored["run_id"].as_str().unwrap().to_string();
+
+    // Previewed: the progress, then the end, saying so; the first events carry `retry`.
+    let text = stream_text(&api, &run, OPERATOR, Duration::from_secs(10)).await;
+    assert!(text.contains("retry: 3000"), "{text}");
+    assert!(text.contains("event: end") && text.contains("\"state\":\"previewed\""), "{text}");
+
+    // Executed (no worker: it stays queued, so its stream stays open).
+    let execute = json!({
+        "plan_hash": stored["plan_hash"], "acknowledged": acks(&stored), "confirm": source, "override_cap": true,
+    });
+    let (status, answer) = api.post(&format!("/api/v1/runs/{run}/execute"), OPERATOR, execute).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+
+    // A follower whose grants are revoked while the stream is open: the stream ends as for a run that is gone.
+    for cluster in ["east", "west"] {
+        sqlx::query(
+            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ('watcher', $1, 'cluster:read', 'test')",
+        )
+        .bind(cluster)
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    }
+    let watched = {
+        let (api, run) = (&api, run.clone());
+        async move { stream_text(api, &run, "watcher", Duration::from_secs(20)).await }
+    };
+    let revoke = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        sqlx::query("DELETE FROM transfer_grant WHERE principal = 'watcher'").execute(&world.pool).await.unwrap();
+    };
+    let (text, ()) = tokio::join!(watched, revoke);
+    assert!(text.contains("event: progress"), "the stream was open before the revoke: {text}");
+    assert!(text.contains("event: end") && text.contains("\"state\":\"gone\""), "{text}");
+
+    // SIGTERM with a stream open: the stream closes (without an end: the run goes on) and the service exits.
+    let followed = {
+        let (api, run) = (&api, run.clone());
+        async move { stream_text(api, &run, OPERATOR, Duration::from_secs(20)).await }
+    };
+    let pid = api.child.id().to_string();
+    let terminate = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(killed.success());
+        Instant::now()
+    };
+    let (text, sent) = tokio::join!(followed, terminate);
+    assert!(text.contains("event: progress") && !text.contains("event: end"), "{text}");
+    let exited = loop {
+        if let Some(status) = api.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(10), "the service still runs 10 s after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(exited.success(), "serve exited {exited}");
+    eprintln!("serve exited {:?} after SIGTERM with a stream open", sent.elapsed());
 
     let bed = TestBed::require().await;
     let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
