@@ -111,7 +111,7 @@ impl Executor {
         // A handler that settles its run's loose ends on a stop (a move's in-doubt batch, SPEC §7 I6) is called
         // and returns Stop itself; any other run stops here without running its job.
         if claimed.stop_requested && !handler.as_ref().is_some_and(|h| h.settles_on_stop()) {
-            return (self.end(&lease, stop_end("stop requested".into())).await, None);
+            return (self.end(&lease, RunEnd::stopped("stop requested".into())).await, None);
         }
         if job.attempt > job.max_attempts {
             let error = format!(
@@ -166,7 +166,7 @@ impl Executor {
                 self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error, code).await
             }
             Ok(Outcome::Fail { error, code }) => self.end(&lease, failed_end(error, code)).await,
-            Ok(Outcome::Stop { reason }) => self.end(&lease, stop_end(reason)).await,
+            Ok(Outcome::Stop { reason }) => self.end(&lease, RunEnd::stopped(reason)).await,
             Err(e) if e.is_lease_lost() => {
                 tracing::warn!(error = %e, "the handler found its lease lost; nothing was written");
                 Ok(Executed::LeaseLost)
@@ -253,17 +253,6 @@ async fn keep_alive(lease: &Lease, every: Duration, duration: Duration) -> Error
                 }
             }
         }
-    }
-}
-
-fn stop_end(reason: String) -> RunEnd {
-    RunEnd {
-        job_state: JobState::Cancelled,
-        run_state: RunState::Stopped,
-        error: None,
-        stop_reason: Some(reason),
-        event: "stopped",
-        code: None,
     }
 }
 

@@ -34,7 +34,7 @@ impl Committed {
     }
 }
 
-/// How a run ends when its job cannot go on (see [`Lease::end_run`]).
+/// How a run ends when its job cannot go on (see [`Lease::end_run`] and [`FencedTx::end_run`]).
 #[derive(Debug, Clone)]
 pub struct RunEnd {
     /// The job's final state: failed or cancelled.
@@ -49,6 +49,20 @@ pub struct RunEnd {
     pub event: &'static str,
     /// The error's stable name, recorded with the event, when the handler gave one.
     pub code: Option<&'static str>,
+}
+
+impl RunEnd {
+    /// Stopped (its job cancelled) for `reason`.
+    pub fn stopped(reason: String) -> RunEnd {
+        RunEnd {
+            job_state: JobState::Cancelled,
+            run_state: RunState::Stopped,
+            error: None,
+            stop_reason: Some(reason),
+            event: "stopped",
+            code: None,
+        }
+    }
 }
 
 /// The lease of one claimed job.
@@ -178,23 +192,9 @@ impl Lease {
     /// Ends the job and its run in one transaction: the job failed or cancelled, the run in an ended state,
     /// its slot released (and announced), an event recorded.
     pub async fn end_run(&self, end: &RunEnd) -> Result<(), Error> {
-        let mut tx = self.begin_bounded().await?;
-        if jobs::job_lock_fenced(&mut *tx, self.run, self.job, self.token).await?.is_none() {
-            return Err(self.lost());
-        }
-        if !jobs::job_finish(&mut *tx, self.job, self.token, end.job_state, end.error.as_deref()).await? {
-            return Err(self.lost());
-        }
-        end_run_and_release(&mut tx, self.run, end.run_state, end.error.as_deref(), end.stop_reason.as_deref()).await?;
-        let detail = json!({
-            "job_id": self.job,
-            "seq": self.seq,
-            "error": end.error,
-            "code": end.code,
-            "reason": end.stop_reason,
-        });
-        record::run_event_insert(&mut *tx, self.run, end.event, &detail).await?;
-        tx.commit().await.db("commit")
+        let mut tx = self.begin().await?;
+        tx.end_run(end).await?;
+        tx.commit().await.map(|_| ())
     }
 
     /// Makes a job due at `at` known: a poke of this process after commit (returns true) while it still claims,
@@ -318,6 +318,34 @@ impl FencedTx {
         end_run_and_release(&mut self.tx, self.lease.run, state, error, None).await?;
         let detail = json!({ "job_id": self.lease.job, "seq": self.lease.seq, "state": state });
         record::run_event_insert(&mut *self.tx, self.lease.run, "ended", &detail).await
+    }
+
+    /// Ends the job and its run with the handler's own writes of this transaction: the job failed or cancelled,
+    /// the run in an ended state, its slot released (and announced), an event recorded. For an end that must land
+    /// with what the handler wrote, or not at all: written apart, a lease lost between the two would leave the
+    /// writes without the end, and the next attempt would read them as if the run had gone on.
+    pub async fn end_run(&mut self, end: &RunEnd) -> Result<(), Error> {
+        if self.completed {
+            return Err(Error::JobRefused {
+                job: self.lease.job,
+                reason: "already completed in this transaction".into(),
+            });
+        }
+        let lease = &self.lease;
+        if !jobs::job_finish(&mut *self.tx, lease.job, lease.token, end.job_state, end.error.as_deref()).await? {
+            return Err(lease.lost());
+        }
+        self.completed = true;
+        end_run_and_release(&mut self.tx, lease.run, end.run_state, end.error.as_deref(), end.stop_reason.as_deref())
+            .await?;
+        let detail = json!({
+            "job_id": lease.job,
+            "seq": lease.seq,
+            "error": end.error,
+            "code": end.code,
+            "reason": end.stop_reason,
+        });
+        record::run_event_insert(&mut *self.tx, lease.run, end.event, &detail).await
     }
 
     /// Whether the run was asked to stop, as of this transaction's lock (it cannot change before commit).

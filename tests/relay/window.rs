@@ -149,7 +149,7 @@ async fn a_takeover_with_the_batch_size_raised_tenfold_lands_every_message_once(
 /// default) drops what landed: the batch is sent again, once. A cache that is not persisted would not: the run
 /// stops naming the ids and the selector to check them by, and the operator's path its words give — remove what
 /// the selector finds on the target, then resume — ends with every message once.
-async fn target_restart_in_doubt(persisted: bool) {
+async fn target_restart_in_doubt(persisted: bool, first_rescuer_dies_stopping: bool) {
     const N: u32 = 300;
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
@@ -184,6 +184,15 @@ async fn target_restart_in_doubt(persisted: bool) {
     assert!(!status.success(), "the worker was meant to abort after a target commit, but exited {status}");
     broker.kill().await;
     broker.restart().await;
+    if first_rescuer_dies_stopping {
+        // It records the stop and dies before its process could write anything more: the run must be stopped
+        // already, or the next worker would take the batch's new mark for the operator's word and send it again.
+        let mut env = SCRATCH_CREDENTIALS.to_vec();
+        env.push(("ARTEMIS_TRANSFER_FAULT", "cache-lost"));
+        let first = world.spawn_worker("first-rescuer", &env).await;
+        let status = world.workers[first].wait_exit(Duration::from_secs(120)).await;
+        assert!(!status.success(), "the first rescuer was meant to abort as it stopped the run, but exited {status}");
+    }
     world.spawn_worker("rescuer", &SCRATCH_CREDENTIALS).await;
     let run = stored.run_id;
 
@@ -235,10 +244,15 @@ async fn target_restart_in_doubt(persisted: bool) {
 
 #[tokio::test]
 async fn a_target_restart_with_a_persisted_cache_drops_the_batch_sent_again() {
-    target_restart_in_doubt(true).await;
+    target_restart_in_doubt(true, false).await;
 }
 
 #[tokio::test]
 async fn a_target_restart_that_lost_its_cache_stops_the_run_naming_the_batch_in_doubt() {
-    target_restart_in_doubt(false).await;
+    target_restart_in_doubt(false, false).await;
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_as_it_stops_for_a_lost_cache_leaves_the_run_stopped() {
+    target_restart_in_doubt(false, true).await;
 }

@@ -11,6 +11,7 @@ use super::window::{self, Room};
 use super::Code;
 use super::RelayError;
 use crate::jobs::handler::{JobContext, Outcome};
+use crate::jobs::lease::RunEnd;
 use crate::jobs::settings::{self, Settings};
 use crate::jobs::RunState;
 
@@ -32,7 +33,9 @@ pub(crate) fn stop_outcome(run: &TransferRun) -> Outcome {
 
 /// Stops a run whose batch in doubt cannot be sent again safely ([`window::Resend::CacheLost`]), naming its ids
 /// and where they are held. The batch's mark takes the target's new start, so a resume — the operator's word
-/// that the target does not hold them (any more) — sends them again.
+/// that the target does not hold them (any more) — sends them again. The new mark and the stop are one
+/// transaction: a mark written without the stop would let the job's next attempt, with no operator's word,
+/// read the target as unchanged since the batch was sent and send the batch again blind.
 pub(crate) async fn stop_for_lost_cache(
     ctx: &JobContext,
     run: &mut TransferRun,
@@ -47,8 +50,11 @@ pub(crate) async fn stop_for_lost_cache(
     let mut tx = ctx.lease.begin().await?;
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     state::event(tx.conn(), run.id, "in_doubt_cache_lost", json!({ "ids": ids, "words": words })).await?;
-    tx.commit_progress().await?;
-    Ok(Outcome::Stop { reason: words })
+    tracing::info!(reason = %words, "run ends stopped: its target lost the duplicate-id cache of a batch in doubt");
+    tx.end_run(&RunEnd::stopped(words)).await?;
+    let committed = tx.commit().await?;
+    super::fault::reach("cache-lost");
+    Ok(Outcome::Committed(committed))
 }
 
 /// A batch the duplicate-id window holds back (it is already rolled back to where it came from): the run waits

@@ -44,7 +44,10 @@ pub(crate) async fn check_staging_consumers(
     state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     if now - since >= grace {
         let reason = format!(
-            "staging {staging_queue} has had {consumers} consumer(s) that are not this run's for {} s: messages they              take are on neither the source nor the target, and the run cannot tell them from delivered ones. Find              and stop that client (the broker's consumer list of {staging_queue} names its connection), then resume              or return; grant consume on studio.transfer.# to the product's broker user alone",
+            "staging {staging_queue} has had {consumers} consumer(s) that are not this run's for {} s: messages \
+            they take are on neither the source nor the target, and the run cannot tell them from delivered ones. \
+            Find and stop that client (the broker's consumer list of {staging_queue} names its connection), then \
+            resume or return; grant consume on studio.transfer.# to the product's broker user alone",
             (now - since).num_seconds()
         );
         state::event(tx.conn(), run.id, "foreign_consumer", json!({ "queue": staging_queue, "consumers": consumers }))
@@ -56,7 +59,8 @@ pub(crate) async fn check_staging_consumers(
     Ok(Some(Outcome::Snooze {
         until: now + chrono::Duration::from_std(HELD_ELSEWHERE_RETRY).unwrap_or_default(),
         reason: format!(
-            "staging {staging_queue} has {consumers} consumer(s) that are not this batch's: a previous worker's, which              the broker drops when its connection times out, or another client's"
+            "staging {staging_queue} has {consumers} consumer(s) that are not this batch's: a previous worker's, \
+            which the broker drops when its connection times out, or another client's"
         ),
     }))
 }

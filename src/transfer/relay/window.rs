@@ -125,7 +125,8 @@ pub fn resend(mark: Option<&WindowMark>, target: Option<&BrokerState>) -> Resend
     }
     let (Some(then), Some(now)) = (mark.and_then(|m| m.target_started), target.started_millis()) else {
         return Resend::Unknown(
-            "whether the target broker restarted since the batch in doubt was sent could not be read (its uptime),              and its duplicate-id cache is not persisted"
+            "whether the target broker restarted since the batch in doubt was sent could not be read (its uptime), \
+            and its duplicate-id cache is not persisted"
                 .into(),
         );
     };
@@ -141,7 +142,12 @@ pub fn resend(mark: Option<&WindowMark>, target: Option<&BrokerState>) -> Resend
 pub fn cache_lost_words(run: Uuid, target: &QueueRef, ids: &[i64], held_in: &str) -> String {
     let selector = ids.iter().map(|id| format!("'{}'", duplicate_id(run, *id))).collect::<Vec<_>>().join(", ");
     format!(
-        "the target broker {node} restarted or failed over while {n} messages of this run were in doubt (sent to it,          their acknowledgement not recorded), and its duplicate-id cache is not persisted, so it would not drop those          that landed: sending them again could deliver them twice. They are held in {held_in}. Check the target          queue {queue} with the selector `_AMQ_DUPL_ID IN ({selector})`, remove what it finds there, then resume          the run: it sends them all once. To avoid this: <persist-id-cache>true</persist-id-cache> on the target          broker",
+        "the target broker {node} restarted or failed over while {n} messages of this run were in doubt (sent to \
+        it, their acknowledgement not recorded), and its duplicate-id cache is not persisted, so it would not drop \
+        those that landed: sending them again could deliver them twice. They are held in {held_in}. Check the \
+        target queue {queue} with the selector `_AMQ_DUPL_ID IN ({selector})`, remove what it finds there, then \
+        resume the run: it sends them all once. To avoid this: <persist-id-cache>true</persist-id-cache> on the \
+        target broker",
         node = target.node,
         n = ids.len(),
         queue = target.display(),
@@ -224,6 +230,14 @@ mod tests {
 
     fn held(start: i64, size: i64) -> Held {
         Held { run: Uuid::nil(), start, size }
+    }
+
+    #[test]
+    fn the_lost_cache_words_name_the_selector_and_read_as_one_sentence_each() {
+        let target = QueueRef { cluster: "west".into(), node: "west-1".into(), queue: "orders".into(), address: None };
+        let words = cache_lost_words(Uuid::nil(), &target, &[7, 9], "the staging queue s on east-1");
+        assert!(words.contains("_AMQ_DUPL_ID IN ('studio:00000000-0000-0000-0000-000000000000:7', "), "{words}");
+        assert!(!words.contains("  "), "a line break of the source leaked into the words: {words}");
     }
 
     #[test]
