@@ -125,6 +125,35 @@ async fn job_row_locked(pool: &PgPool, id: i64) -> bool {
     free.is_none()
 }
 
+/// What a takeover that did not come is waiting on: the run's jobs and latest events, the database sessions that
+/// hold or wait for locks, and the rescuer's log's end.
+async fn takeover_diagnosis(world: &World, run: Uuid, job: i64) -> String {
+    let rows = |sql: &'static str| async move {
+        sqlx::query_scalar::<_, serde_json::Value>(sql).bind(run).fetch_all(&world.pool).await.unwrap_or_default()
+    };
+    let jobs = rows(
+        "SELECT to_jsonb(j) FROM (SELECT id, seq, state, attempt, lease_owner, lease_expires_at, last_error \
+         FROM job WHERE run_id = $1 ORDER BY seq DESC LIMIT 3) j",
+    )
+    .await;
+    let events =
+        rows("SELECT jsonb_build_object('kind', kind, 'detail', detail) FROM run_event WHERE run_id = $1 ORDER BY id DESC LIMIT 12")
+            .await;
+    let sessions = rows(
+        "SELECT to_jsonb(a) FROM (SELECT application_name, state, wait_event_type, wait_event, left(query, 160) AS query \
+         FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND $1::uuid IS NOT NULL \
+         ORDER BY application_name) a",
+    )
+    .await;
+    let log = std::fs::read_to_string(world.log_dir.join("worker-rescuer.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect();
+    format!(
+        "job {job}; the run's last jobs {jobs:#?}\nevents (newest first) {events:#?}\nsessions {sessions:#?}\n\
+         the rescuer's log ends:\n{}",
+        tail.join("\n")
+    )
+}
+
 /// A worker is frozen (SIGSTOP) where `catch` says while it holds a batch's lease, long enough for the lease to
 /// expire and a second worker to take the batch over and make progress; then it is let go (SIGCONT). It must
 /// change nothing: every message on the target exactly once, the counters exact, and not one row written by it
@@ -191,16 +220,25 @@ async fn zombie(catch: Catch) {
 
     // Another worker takes the batch over once the lease expires and makes progress while the zombie is frozen.
     world.spawn_worker("rescuer", &[]).await;
-    wait_for("the rescuer to take the zombie's job over and move on", Duration::from_secs(120), || async {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
         let owner: String = sqlx::query_scalar("SELECT lease_owner FROM job WHERE id = $1")
             .bind(job)
             .fetch_one(&world.pool)
             .await
             .unwrap();
         let (_, counters) = progress(&world.pool, run).await;
-        (owner == "rescuer" && counters.delivered >= delivered_at_stop + 50).then_some(())
-    })
-    .await;
+        if owner == "rescuer" && counters.delivered >= delivered_at_stop + 50 {
+            break;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "gave up after 120 s waiting for the rescuer to take the zombie's job over and move on:\n{}",
+                takeover_diagnosis(&world, run, job).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let takeover_secs = stopped_at.elapsed().as_secs_f64();
     let (takeover_at,): (chrono::DateTime<chrono::Utc>,) = sqlx::query_as(
         "SELECT at FROM run_event WHERE run_id = $1 AND kind = 'lease_expired' \
