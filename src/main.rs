@@ -14,7 +14,7 @@ async fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // The whole chain once, on one line (ripgrep's convention).
-            eprintln!("artemis-transfer: {}", cli::error_chain(&e));
+            eprintln!("artemis-transfer: {}", cli::terminal::shown(&cli::error_chain(&e)));
             ExitCode::FAILURE
         }
     }

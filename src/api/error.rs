@@ -183,7 +183,8 @@ impl IntoResponse for ApiError {
             problem_type: problem_type(self.slug),
             title: title(self.slug).unwrap_or("Error"),
             status: self.status.as_u16(),
-            detail: self.message,
+            // Library words may quote an error chain: its addresses are ours (see `redact`).
+            detail: super::redact::addresses(&self.message),
             request_id: super::request::current_id(),
             missing_grant: self.missing_grant,
         };

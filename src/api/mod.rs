@@ -22,6 +22,7 @@ pub mod input;
 mod ops;
 mod orphans;
 mod previews;
+pub mod redact;
 pub mod request;
 mod runs;
 mod settings;

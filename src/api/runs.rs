@@ -23,6 +23,7 @@ use uuid::Uuid;
 use super::auth::Caller;
 use super::error::{ApiError, Problem};
 use super::input::{check_free_text, single_header, ApiJson, OptionalJson};
+use super::redact::Redactor;
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
 use crate::jobs::{RunId, RunState};
@@ -133,6 +134,8 @@ pub async fn list(
     };
     let runs = view::lines(&state.pool, &query).await?;
     let next = (runs.len() as i64 == limit).then(|| runs.last().map(cursor_after)).flatten();
+    let shown = Redactor::load(&state.pool).await?;
+    let runs = runs.into_iter().map(|r| shown.record(r)).collect();
     Ok(Json(Runs { runs, next }))
 }
 
@@ -152,7 +155,8 @@ pub async fn get(
 ) -> Result<Json<view::RunView>, ApiError> {
     let run = run_id(&run)?;
     require_visible(&state, run, &caller).await?;
-    Ok(Json(view::load(&state.pool, run).await?))
+    let view = view::load(&state.pool, run).await?;
+    Ok(Json(Redactor::load(&state.pool).await?.view(view)))
 }
 
 /// 400 for a run id that is not a UUID (or a malformed body or query), 404 for a run that does not exist or that
@@ -458,6 +462,8 @@ struct Cursor {
     floor: i64,
     recent: Vec<(i64, std::time::Instant)>,
     last_progress: Option<serde_json::Value>,
+    /// The registry's endpoints as read when the stream began: what the words of events may name.
+    shown: Redactor,
     ended: bool,
     first: bool,
 }
@@ -505,6 +511,7 @@ pub async fn events(
     let from_header = last_event_id(&headers)?;
     require_visible(&state, run, &caller).await?;
     let after = q.after.or(from_header).unwrap_or(0);
+    let shown = Redactor::load(&state.pool).await?;
     let cursor = Cursor {
         state,
         run,
@@ -513,6 +520,7 @@ pub async fn events(
         floor: after,
         recent: Vec::new(),
         last_progress: None,
+        shown,
         ended: false,
         first: true,
     };
@@ -580,9 +588,10 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     for row in rows {
         c.after = c.after.max(row.id);
         c.recent.push((row.id, std::time::Instant::now()));
-        let data = json!({ "id": row.id, "at": row.at, "kind": row.kind, "detail": row.detail });
+        let data = json!({ "id": row.id, "at": row.at, "kind": row.kind, "detail": c.shown.json(row.detail) });
         out.push(Event::default().id(row.id.to_string()).event(row.kind.clone()).data(data.to_string()));
     }
+    let line = c.shown.record(line);
     let progress = json!({ "state": line.state, "counters": line.counters, "stop_reason": line.stop_reason, "last_error": line.last_error });
     if c.last_progress.as_ref() != Some(&progress) {
         out.push(Event::default().event("progress").data(progress.to_string()));

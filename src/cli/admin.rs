@@ -77,7 +77,7 @@ pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
     if let Some(refused) = authorise_admin(pool, &actor.0, &args.command).await? {
         return Ok(refused);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = super::terminal::stdout();
     let json = args.json;
     match args.command {
         AdminCommand::Jobs { state, run, limit } => {
@@ -219,7 +219,7 @@ pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand)
                 target_cluster: None,
             };
             audit_entry(pool, &entry).await.map_err(CliError::Db)?;
-            eprintln!("refused: {missing}");
+            eprintln!("refused: {}", super::terminal::shown(&missing.to_string()));
             Ok(Some(ExitCode::from(2)))
         }
         Err(e) => Err(e.into()),

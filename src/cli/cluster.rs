@@ -92,7 +92,7 @@ pub enum ClusterCommand {
 
 /// Runs a registry action and prints its result.
 pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::terminal::stdout();
     match args.command {
         ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia, operator: named } => {
             let by = operator(named)?;

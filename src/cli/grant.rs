@@ -106,7 +106,7 @@ pub async fn authorise_admin_on(
     match permissions::require_admin_audited(pool, actor, cluster, action, target, detail).await {
         Ok(bootstrap) => Ok(Authorised::Allowed { bootstrap }),
         Err(PermissionError::Missing(missing)) => {
-            eprintln!("refused: {missing}");
+            eprintln!("refused: {}", super::terminal::shown(&missing.to_string()));
             Ok(Authorised::Refused(ExitCode::from(2)))
         }
         Err(e) => Err(e.into()),
@@ -118,14 +118,14 @@ fn parse_permission(s: &str) -> Result<Permission, String> {
 }
 
 fn refused(e: GrantError) -> Result<ExitCode, CliError> {
-    eprintln!("refused: {e}");
+    eprintln!("refused: {}", super::terminal::shown(&e.to_string()));
     Ok(ExitCode::from(2))
 }
 
 /// Runs a grant action and prints its result.
 pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<ExitCode, CliError> {
     let by = operator(args.operator)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::terminal::stdout();
     match args.command {
         GrantCommand::Add { principal, cluster, permission } => {
             let grant = Grant { principal, cluster, permission };

@@ -9,6 +9,7 @@ pub mod orphans;
 pub mod preview;
 pub mod run;
 pub mod settings;
+pub mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -64,11 +64,11 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
             let found = match orphans::list(pool, Some(permits), &operator).await {
                 Ok(found) => found,
                 Err(e) => {
-                    eprintln!("error: {}", error_chain(&e));
+                    eprintln!("error: {}", super::terminal::shown(&error_chain(&e)));
                     return Ok(ExitCode::FAILURE);
                 }
             };
-            let mut out = std::io::stdout().lock();
+            let mut out = super::terminal::stdout();
             if json {
                 let text = serde_json::to_string_pretty(&found).expect("orphans serialise");
                 writeln!(out, "{text}").map_err(CliError::Output)?;
@@ -89,19 +89,26 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
         OrphansCommand::Return { orphan, to, confirm, operator } => {
             let operator = super::grant::operator(operator)?;
             let Some((cluster, node, queue)) = split_orphan(&orphan) else {
-                eprintln!("refused: name the orphan as cluster/node/studio.transfer.<uuid>, not `{orphan}`");
+                eprintln!(
+                    "refused: name the orphan as cluster/node/studio.transfer.<uuid>, not `{}`",
+                    super::terminal::shown(&orphan.to_string())
+                );
                 return Ok(ExitCode::from(2));
             };
             if confirm.as_deref() != Some(queue) {
                 eprintln!("{RETURN_WARNING}");
-                eprintln!("to return {orphan}, type the staging queue's name: --confirm {queue}");
+                eprintln!(
+                    "to return {}, type the staging queue's name: --confirm {}",
+                    super::terminal::shown(&orphan.to_string()),
+                    super::terminal::shown(queue)
+                );
                 return Ok(ExitCode::from(2));
             }
             let request =
                 ReturnRequest { cluster: cluster.into(), node: node.into(), queue: queue.into(), to, operator };
             match orphans::return_orphan(pool, Some(permits), &request).await {
                 Ok(done) => {
-                    let mut out = std::io::stdout().lock();
+                    let mut out = super::terminal::stdout();
                     writeln!(out, "returned {} messages from {orphan}; the staging queue is removed", done.total())
                         .map_err(CliError::Output)?;
                     for (q, n) in &done.to_original {
@@ -115,11 +122,11 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) if e.is_refusal() => {
-                    eprintln!("refused: {e}");
+                    eprintln!("refused: {}", super::terminal::shown(&e.to_string()));
                     Ok(ExitCode::from(2))
                 }
                 Err(e) => {
-                    eprintln!("error: {}", error_chain(&e));
+                    eprintln!("error: {}", super::terminal::shown(&error_chain(&e)));
                     Ok(ExitCode::FAILURE)
                 }
             }

@@ -102,7 +102,7 @@ pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<ExitCode, CliError>
     } else {
         preview_and_store(pool, &request, &preview_settings, VALID_FOR).await?
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::terminal::stdout();
     if args.json {
         let text = serde_json::to_string_pretty(&stored).unwrap_or_default();
         writeln!(out, "{text}").map_err(CliError::Output)?;

@@ -90,7 +90,7 @@ pub struct WatchArgs {
 }
 
 fn refused(e: ActionError) -> Result<ExitCode, CliError> {
-    eprintln!("refused: {}", refusal_words(&e));
+    eprintln!("refused: {}", super::terminal::shown(&refusal_words(&e)));
     Ok(ExitCode::from(2))
 }
 
@@ -171,8 +171,9 @@ pub async fn return_to_source(pool: &PgPool, args: RunActionArgs, max_attempts: 
     if args.confirm.as_deref() != Some(source.as_str()) {
         eprintln!("{}", actions::RETURN_WARNING);
         eprintln!(
-            "run {} is {state}; to return what it holds in staging, type the source queue's name: --confirm {source}",
-            args.run
+            "run {} is {state}; to return what it holds in staging, type the source queue's name: --confirm {}",
+            args.run,
+            super::terminal::shown(&source)
         );
         return Ok(ExitCode::from(2));
     }
@@ -189,7 +190,7 @@ async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunRecord, CliError> {
 
 /// `runs list|show`.
 pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::terminal::stdout();
     match command {
         RunsCommand::List { limit, json } => {
             let lines =
@@ -349,7 +350,8 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
                 state = format!("queued, place {p}");
             }
         }
-        write!(err, "\r{}\x1b[K", progress_line(&state, &c, rate)).map_err(CliError::Output)?;
+        write!(err, "\r{}\x1b[K", super::terminal::shown(&progress_line(&state, &c, rate)))
+            .map_err(CliError::Output)?;
         err.flush().map_err(CliError::Output)?;
         if line.state.is_ended() {
             writeln!(err).map_err(CliError::Output)?;

@@ -65,7 +65,7 @@ pub enum SettingsCommand {
 
 /// Runs a `settings` action and prints its result.
 pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::terminal::stdout();
     match args.command.unwrap_or(SettingsCommand::Show) {
         SettingsCommand::Show => {
             let rows = settings::rows(pool).await?;

@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 mod fuzz;
 mod input;
+mod leaks;
 
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
 
