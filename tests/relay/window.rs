@@ -256,3 +256,86 @@ async fn a_target_restart_that_lost_its_cache_stops_the_run_naming_the_batch_in_
 async fn a_worker_that_dies_as_it_stops_for_a_lost_cache_leaves_the_run_stopped() {
     target_restart_in_doubt(false, true).await;
 }
+
+/// A run Interrupted with a batch in doubt while its target was down (its retries ran out), the target then
+/// started again with a cache that is not persisted, and the operator asks for a return: the return settles the
+/// batch in doubt first, and must not send it again blind — the target would not drop what landed. It stops naming
+/// the ids and the selector, as a batch does; after the operator's check (remove what the selector finds) a second
+/// return settles them once.
+#[tokio::test]
+async fn a_return_does_not_send_a_batch_in_doubt_again_to_a_target_that_lost_its_cache() {
+    const N: u32 = 200;
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let options = ScratchOptions {
+        web: true,
+        broker_xml: vec![(
+            "<journal-type>NIO</journal-type>".into(),
+            "<journal-type>NIO</journal-type>\n      <persist-id-cache>false</persist-id-cache>".into(),
+        )],
+        ..ScratchOptions::default()
+    };
+    let mut broker = ScratchBroker::start_with("window_return_dst", options).await;
+    let target_node = scratch_node(&broker, "target");
+    let (source, target) = (unique_name("window_return_src"), unique_name("window_return_dst"));
+    create_queue(east, &source).await;
+    let prefix = "window_return-".to_string();
+    let produce =
+        Produce { count: N, prefix: prefix.clone(), kinds: "bytes".into(), durable_only: true, ..Produce::default() };
+    fidelity::produce(east, &source, &produce).await;
+    let ids: Vec<String> = (0..N).map(|i| format!("{prefix}{i}")).collect();
+
+    let mut world = World::new("window_return", &[("batch_size", json!(20))]).await;
+    register_scratch(&world, "target", &broker).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("target", "scratch", &target), Selection::All)
+        .await;
+    let mut doomed_env = SCRATCH_CREDENTIALS.to_vec();
+    doomed_env.push(("ARTEMIS_TRANSFER_FAULT", "target-commit:3"));
+    let doomed = world.spawn_worker("doomed", &doomed_env).await;
+    world.execute_with_budget(&stored, 2).await;
+    let status = world.workers[doomed].wait_exit(Duration::from_secs(120)).await;
+    assert!(!status.success(), "the worker was meant to abort after a target commit, but exited {status}");
+    let run = stored.run_id;
+
+    // The target is down: the batch's second attempt cannot reach it, and the run is Interrupted, still in doubt.
+    broker.kill().await;
+    let mut env = SCRATCH_CREDENTIALS.to_vec();
+    env.extend([("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200"), ("ARTEMIS_TRANSFER__RETRY__MAX_DELAY_SECS", "1")]);
+    world.spawn_worker("rescuer", &env).await;
+    world.wait_run(run, &["interrupted"], Duration::from_secs(120)).await;
+    broker.restart().await;
+
+    artemis_transfer::transfer::actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
+    let (state, _) = world.wait_run(run, &["stopped", "returned", "failed"], Duration::from_secs(120)).await;
+    let on_target = census(&target_node, &target).await;
+    let doubled: Vec<&String> = on_target.iter().filter(|(_, n)| **n > 1).map(|(id, _)| id).collect();
+    assert!(doubled.is_empty(), "the return sent the batch in doubt again: {} landed twice ({state})", doubled.len());
+    assert_eq!(state, "stopped");
+    let reason: String = sqlx::query_scalar("SELECT stop_reason FROM transfer_run WHERE id = $1")
+        .bind(run)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    let selector = reason.split('`').nth(1).unwrap_or_else(|| panic!("the words quote the selector: {reason}"));
+    let j = Jolokia::new(&target_node);
+    let mbean = j.queue_mbean(&target, &target);
+    let removed = j.exec(&mbean, "removeMessages(java.lang.String)", json!([selector])).await.unwrap();
+    assert_eq!(removed.as_i64(), Some(20), "the selector {selector}");
+
+    artemis_transfer::transfer::actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
+    let (_, counters) = world.wait_run(run, &["returned"], Duration::from_secs(120)).await;
+    let on_target = census(&target_node, &target).await;
+    let left = census(east, &source).await;
+    let wrong: Vec<String> = ids
+        .iter()
+        .map(|id| (id, on_target.get(id).copied().unwrap_or(0) + left.get(id).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n != 1)
+        .map(|(id, n)| format!("{id}×{n}"))
+        .collect();
+    assert!(wrong.is_empty(), "not exactly once across the source and the target: {wrong:?}");
+    assert_eq!(counters.delivered, on_target.values().sum::<usize>() as i64, "{counters:?}");
+    assert_eq!(counters.returned + counters.not_taken_left, left.values().sum::<usize>() as i64, "{counters:?}");
+    eprintln!("window_return: counters {counters:?}");
+    management(east).destroy_queue(&source).await.unwrap();
+}

@@ -4,6 +4,7 @@
 //! is itself what an operator asked for after a stop.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 
 use artemis_core::{ConsumerOptions, SessionOptions};
 use serde_json::json;
@@ -11,13 +12,14 @@ use serde_json::json;
 use super::queues::source_queue_mbean;
 use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
-use super::run::{load, load_settings};
+use super::run::{load, load_settings, stop_for_lost_cache};
 use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
 use super::state::{self, TransferRun};
+use super::window::{self, Resend};
 use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
-use crate::broker::jolokia::ObjectName;
+use crate::broker::jolokia::{BrokerState, ObjectName};
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::lease::FencedTx;
@@ -254,7 +256,12 @@ pub async fn return_to_source(
     let exists = source_conn.queue_query(&staging_queue).await?.is_some();
 
     if exists && !run.relay.in_doubt.is_empty() {
-        settle_in_doubt(h, ctx, config, &mut run, &source_conn, &staging_queue).await?;
+        if let ControlFlow::Break(outcome) =
+            settle_in_doubt(h, ctx, config, &mut run, &source_conn, &staging_queue).await?
+        {
+            let _ = source_conn.close().await;
+            return Ok(outcome);
+        }
     }
 
     if exists {
@@ -335,7 +342,9 @@ impl InDoubt {
 }
 
 /// Re-relays the in-doubt messages still in staging to the target (each lands once: the target's duplicate
-/// cache drops those it has), and counts those already gone from staging as delivered or dead-lettered.
+/// cache drops those it has), and counts those already gone from staging as delivered or dead-lettered. Where
+/// the target lost its cache since the batch was sent, nothing is sent: the run stops naming the ids, as a batch
+/// does ([`target_for_resend`]).
 async fn settle_in_doubt(
     h: &TransferHandler,
     ctx: &JobContext,
@@ -343,7 +352,7 @@ async fn settle_in_doubt(
     run: &mut TransferRun,
     source_conn: &artemis_core::Connection,
     staging_queue: &str,
-) -> Result<(), RelayError> {
+) -> Result<ControlFlow<Outcome>, RelayError> {
     let present: HashSet<i64> = list_staging(source_conn, staging_queue).await?.ids.into_iter().collect();
     let held = staging_depth(source_conn, staging_queue).await?;
     if held > present.len() as i64 {
@@ -360,18 +369,52 @@ async fn settle_in_doubt(
     let (resent, already) = if doubt.wanted.is_empty() {
         (0, 0)
     } else {
-        resend_in_doubt(h, ctx, config, run, source_conn, staging_queue, &doubt.wanted).await?
+        let target = match target_for_resend(h, ctx, run, staging_queue, &doubt.wanted).await? {
+            ControlFlow::Continue(target) => target,
+            ControlFlow::Break(stopped) => return Ok(ControlFlow::Break(stopped)),
+        };
+        resend_in_doubt(h, config, run, &target, source_conn, staging_queue, &doubt.wanted).await?
     };
-    record_settled(ctx, run, &doubt, resent, already).await
+    record_settled(ctx, run, &doubt, resent, already).await?;
+    Ok(ControlFlow::Continue(()))
+}
+
+/// The target the batch in doubt is sent to again — only where its cache still holds what landed of the batch
+/// (`window::resend`, the batch's own rule): a target that restarted or failed over since, with a cache that is
+/// not persisted, would not drop it, and the run stops naming the ids and the selector to check them by.
+async fn target_for_resend(
+    h: &TransferHandler,
+    ctx: &JobContext,
+    run: &mut TransferRun,
+    staging_queue: &str,
+    wanted: &HashSet<i64>,
+) -> Result<ControlFlow<Outcome, NodeAccess>, RelayError> {
+    let unreachable = |e: &dyn std::fmt::Display| {
+        in_doubt_stays(format!("the target cannot be reached ({e})"), wanted.len(), staging_queue, "is back")
+    };
+    let target =
+        ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
+    let broker = target.mgmt.broker_state().await.ok();
+    match window::resend(run.relay.window.as_ref(), broker.as_ref()) {
+        Resend::Safe => Ok(ControlFlow::Continue(target)),
+        Resend::Unknown(words) => Err(RelayError::transient(Code::DuplicateWindow, words)),
+        Resend::CacheLost => {
+            let mut ids: Vec<i64> = wanted.iter().copied().collect();
+            ids.sort_unstable();
+            let started = broker.as_ref().and_then(BrokerState::started_millis);
+            let held_in = format!("the staging queue {staging_queue} on {}", run.plan.source.node);
+            Ok(ControlFlow::Break(stop_for_lost_cache(ctx, run, started, &ids, &held_in).await?))
+        }
+    }
 }
 
 /// Sends the in-doubt messages `wanted` from staging to the target again in one transaction and acknowledges
 /// them from staging: how many were re-sent, and how many of them the target already had.
 async fn resend_in_doubt(
     h: &TransferHandler,
-    ctx: &JobContext,
     config: &RelayConfig,
     run: &TransferRun,
+    target: &NodeAccess,
     source_conn: &artemis_core::Connection,
     staging_queue: &str,
     wanted: &HashSet<i64>,
@@ -381,8 +424,6 @@ async fn resend_in_doubt(
     };
     // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
     let stays = |words: String| in_doubt_stays(words, wanted.len(), staging_queue, "accepts messages");
-    let target =
-        ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
     let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
     let session = source_conn.create_session(SessionOptions::transacted()).await?;
     let mut consumer = session.create_consumer(staging_queue, ConsumerOptions::default()).await?;

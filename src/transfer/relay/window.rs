@@ -146,7 +146,7 @@ pub fn cache_lost_words(run: Uuid, target: &QueueRef, ids: &[i64], held_in: &str
         it, their acknowledgement not recorded), and its duplicate-id cache is not persisted, so it would not drop \
         those that landed: sending them again could deliver them twice. They are held in {held_in}. Check the \
         target queue {queue} with the selector `_AMQ_DUPL_ID IN ({selector})`, remove what it finds there, then \
-        resume the run: it sends them all once. To avoid this: <persist-id-cache>true</persist-id-cache> on the \
+        resume the run (or return it): either sends them once. To avoid this: <persist-id-cache>true</persist-id-cache> on the \
         target broker",
         node = target.node,
         n = ids.len(),
