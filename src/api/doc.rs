@@ -25,7 +25,8 @@ use super::error::{Problem, PROBLEM_JSON};
         version = "1",
         description = "Moves or copies selected messages between Apache ActiveMQ Artemis brokers, once, as a \
             durable run (SPEC §10). Every call under /api/v1 is made by a service with a bearer token \
-            (ARTEMIS_TRANSFER_API_TOKENS on the server) for the operator it names in X-Operator; that operator's \
+            (ARTEMIS_TRANSFER_API_TOKENS or ARTEMIS_TRANSFER_API_TOKENS_FILE on the server; a service may be limited to \
+            named operators) for the operator it names in X-Operator; that operator's \
             grants decide, as on the command line and the SQL start path, and the audit names them. A cluster or \
             run the operator may not see answers 404, as one that does not exist. Every error is an RFC 9457 \
             problem document (application/problem+json): type is /problems/<slug>, a stable name for the case \
@@ -62,7 +63,8 @@ pub struct Common;
 impl Modify for Common {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        let service = "A service token from ARTEMIS_TRANSFER_API_TOKENS (service=token pairs).";
+        let service = "A service token from ARTEMIS_TRANSFER_API_TOKENS or ARTEMIS_TRANSFER_API_TOKENS_FILE \
+            (service=token entries; a service may have several).";
         components.add_security_scheme(BEARER, bearer_scheme(service));
         let metrics = "The metrics token (ARTEMIS_TRANSFER_METRICS_TOKEN), when the service has one.";
         components.add_security_scheme(METRICS, bearer_scheme(metrics));
