@@ -154,6 +154,52 @@ pub struct ApiConfig {
     pub preview_valid_secs: u64,
     /// How often an event stream looks for news.
     pub events_poll_ms: u64,
+    /// Requests a second each service may make, on average.
+    pub rate_per_second: f64,
+    /// Requests a service may make at once after a quiet spell.
+    pub rate_burst: u32,
+    /// Requests a second without a known token, per client address.
+    pub unidentified_per_second: f64,
+    /// Requests without a known token a client address may make at once.
+    pub unidentified_burst: u32,
+    /// A request not answered within this long is answered 503 (event streams excepted).
+    pub request_timeout_ms: u64,
+    /// How often the tokens file is looked at for a change.
+    pub tokens_poll_ms: u64,
+}
+
+impl ApiConfig {
+    /// Each service's rate limit.
+    pub fn service_rate(&self) -> crate::api::limit::Rate {
+        crate::api::limit::Rate { per_second: self.rate_per_second, burst: self.rate_burst }
+    }
+
+    /// The rate limit of a client address without a known token.
+    pub fn unidentified_rate(&self) -> crate::api::limit::Rate {
+        crate::api::limit::Rate { per_second: self.unidentified_per_second, burst: self.unidentified_burst }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.preview_valid_secs == 0 || self.events_poll_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "api.preview_valid_secs and api.events_poll_ms must be at least 1".into(),
+            ));
+        }
+        if !positive(self.rate_per_second) || !positive(self.unidentified_per_second) {
+            return Err(ConfigError::Invalid(
+                "api.rate_per_second and api.unidentified_per_second must be above 0".into(),
+            ));
+        }
+        if self.rate_burst == 0 || self.unidentified_burst == 0 {
+            return Err(ConfigError::Invalid("api.rate_burst and api.unidentified_burst must be at least 1".into()));
+        }
+        if self.request_timeout_ms == 0 || self.tokens_poll_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "api.request_timeout_ms and api.tokens_poll_ms must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The whole configuration.
@@ -221,11 +267,7 @@ impl Config {
                 "worker.heartbeat_secs must be above 0 and below worker.lease_secs".into(),
             ));
         }
-        if self.api.preview_valid_secs == 0 || self.api.events_poll_ms == 0 {
-            return Err(ConfigError::Invalid(
-                "api.preview_valid_secs and api.events_poll_ms must be at least 1".into(),
-            ));
-        }
+        self.api.validate()?;
         if self.retry.max_attempts < 1 {
             return Err(ConfigError::Invalid("retry.max_attempts must be at least 1".into()));
         }

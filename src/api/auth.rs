@@ -1,30 +1,32 @@
 //! Who calls the API (SPEC §10): a **service** that presents a bearer token, acting for an **operator** it names.
 //!
-//! The tokens are secrets, so they come from the environment only — `ARTEMIS_TRANSFER_API_TOKENS`, a comma-separated
-//! list of `service=token` pairs, e.g. `studio=…,ops-bot=…` — never from a configuration file, and they are never
-//! logged. Only their SHA-256 digests are kept in memory, and a presented token is compared with every digest in
-//! time that does not depend on where they differ.
+//! The tokens are secrets: they come from the environment or a mounted file ([`super::tokens`]), never from a
+//! configuration file, and they are never logged. A presented token is looked up once per request, by the door
+//! ([`door`]), which also charges the request to its rate limit ([`super::limit`]); the extractors below read
+//! what the door found.
 //!
 //! The operator comes in the `X-Operator` header: it is who the grants are checked against and who the audit
-//! names (the service vouches for them, as the Studio backend does on the SQL path). The service's name goes into
+//! names (the service vouches for them, as the Studio backend does on the SQL path). A service whose tokens name
+//! its operators may act for those only (403 `operator-not-allowed-for-service`). The service's name goes into
 //! the log line of every request, so an audit row can be traced to the service that made it.
 
-use axum::extract::FromRequestParts;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
-use sha2::{Digest, Sha256};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 use super::input::single_header;
+use super::limit::retry_after_secs;
+use super::tokens::Service;
 use super::ApiState;
 
-/// The environment variable holding the service tokens.
-pub const TOKENS_ENV: &str = "ARTEMIS_TRANSFER_API_TOKENS";
-
-/// The environment variable holding the token a scrape of `/metrics` must present; unset, `/metrics` is open.
-/// It is not a service token: a scraper's token sits in a Prometheus configuration and must not act for anyone,
-/// and a service has no business scraping.
-pub const METRICS_TOKEN_ENV: &str = "ARTEMIS_TRANSFER_METRICS_TOKEN";
+pub use super::tokens::{TokensError, METRICS_TOKEN_ENV, TOKENS_ENV, TOKENS_FILE_ENV};
 
 /// The header naming the operator a call acts for.
 pub const OPERATOR_HEADER: &str = "x-operator";
@@ -32,110 +34,68 @@ pub const OPERATOR_HEADER: &str = "x-operator";
 /// The longest operator name (the document says it too).
 pub const MAX_OPERATOR_CHARS: usize = 200;
 
-/// Tokens shorter than this are refused at start: a bearer token must not be guessable.
-const MIN_TOKEN_CHARS: usize = 24;
+/// The paths a platform calls (probes, the scraper, a client fetching the document): no service token, and no
+/// rate limit — a 429 on a probe would get a healthy replica restarted, and the scraper's rate is the
+/// deployment's own. `/metrics` keeps its own token.
+const OPEN_PATHS: [&str; 4] = ["/health", "/ready", "/metrics", "/openapi.json"];
 
-/// The services that may call, each by the digest of its token.
-#[derive(Clone)]
-pub struct ServiceTokens {
-    services: Vec<(String, [u8; 32])>,
+/// What the door learnt of a request's token, for the extractors: the token is hashed once a request.
+#[derive(Debug, Clone)]
+enum Identity {
+    /// A known service's token.
+    Service(Arc<Service>),
+    /// No token, or not a known one.
+    Unknown,
 }
 
-impl std::fmt::Debug for ServiceTokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.services.iter().map(|(s, _)| s.as_str()).collect();
-        f.debug_struct("ServiceTokens").field("services", &names).finish_non_exhaustive()
+/// Middleware: identifies the request's service and charges the request to its rate limit — the service's
+/// bucket, or its client address's when it presents no known token; an address whose bucket is empty is refused
+/// before its token is hashed. Over a limit: 429 `rate-limited` with `Retry-After`.
+pub async fn door(State(state): State<ApiState>, mut request: Request, next: Next) -> Response {
+    if OPEN_PATHS.contains(&request.uri().path()) {
+        return next.run(request).await;
     }
+    let now = Instant::now();
+    let address = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let limits = &state.limits;
+    if let Err(wait) = limits.unidentified.check(&address, now) {
+        return too_many(wait, "too many requests without a known token came from this address".into());
+    }
+    let service = bearer_token(request.headers()).ok().and_then(|t| state.tokens.current().identify(t));
+    let identity = match service {
+        Some(service) => {
+            if let Err(wait) = limits.services.take(&service.name, now) {
+                return too_many(wait, format!("service {} is over its rate limit", service.name));
+            }
+            Identity::Service(service)
+        }
+        None => {
+            // Checked above; a request racing this one may have taken the last token, which is no matter.
+            let _ = limits.unidentified.take(&address, now);
+            Identity::Unknown
+        }
+    };
+    request.extensions_mut().insert(identity);
+    next.run(request).await
 }
 
-/// Why the tokens cannot be used; the words never repeat a token.
-#[derive(Debug, thiserror::Error)]
-pub enum TokensError {
-    /// None set.
-    #[error(
-        "no API tokens: set {TOKENS_ENV} to service=token pairs, e.g. {TOKENS_ENV}=studio=$(openssl rand -hex 32)"
-    )]
-    None,
-    /// A pair is not `service=token`.
-    #[error("{TOKENS_ENV}: entry {0} is not service=token")]
-    Malformed(usize),
-    /// A token is too short.
-    #[error("{TOKENS_ENV}: the token of service {service} is shorter than {MIN_TOKEN_CHARS} characters")]
-    Short {
-        /// The service.
-        service: String,
-    },
-    /// Two services share a name or a token.
-    #[error("{TOKENS_ENV}: {0}")]
-    Duplicate(String),
-    /// The metrics token is too short.
-    #[error("{METRICS_TOKEN_ENV} is shorter than {MIN_TOKEN_CHARS} characters")]
-    ShortMetrics,
+/// 429 with `Retry-After` (whole seconds) and `why`.
+fn too_many(wait: std::time::Duration, why: String) -> Response {
+    let secs = retry_after_secs(wait);
+    let words = format!("{why}: retry after {secs} s (Retry-After)");
+    let mut response = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate-limited", words).into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    response
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
-impl ServiceTokens {
-    /// Parses `service=token,service=token`.
-    pub fn parse(text: &str) -> Result<ServiceTokens, TokensError> {
-        let mut services: Vec<(String, [u8; 32])> = Vec::new();
-        for (i, entry) in text.split(',').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
-            let (service, token) = entry.split_once('=').ok_or(TokensError::Malformed(i + 1))?;
-            let (service, token) = (service.trim(), token.trim());
-            if service.is_empty() || token.is_empty() {
-                return Err(TokensError::Malformed(i + 1));
-            }
-            if token.chars().count() < MIN_TOKEN_CHARS {
-                return Err(TokensError::Short { service: service.into() });
-            }
-            let d = digest(token);
-            if services.iter().any(|(s, _)| s == service) {
-                return Err(TokensError::Duplicate(format!("service {service} is named twice")));
-            }
-            if services.iter().any(|(_, other)| *other == d) {
-                return Err(TokensError::Duplicate(format!("service {service} shares its token with another")));
-            }
-            services.push((service.to_string(), d));
-        }
-        if services.is_empty() {
-            return Err(TokensError::None);
-        }
-        Ok(ServiceTokens { services })
-    }
-
-    /// From [`TOKENS_ENV`].
-    pub fn from_env() -> Result<ServiceTokens, TokensError> {
-        ServiceTokens::parse(&std::env::var(TOKENS_ENV).unwrap_or_default())
-    }
-
-    /// The token `/metrics` asks for, from [`METRICS_TOKEN_ENV`]; `None` when it is unset or empty.
-    pub fn metrics_from_env() -> Result<Option<ServiceTokens>, TokensError> {
-        let token = std::env::var(METRICS_TOKEN_ENV).unwrap_or_default();
-        ServiceTokens::metrics(token.trim())
-    }
-
-    /// `token` as the one token of a scraper (none when empty).
-    fn metrics(token: &str) -> Result<Option<ServiceTokens>, TokensError> {
-        match token.chars().count() {
-            0 => Ok(None),
-            n if n < MIN_TOKEN_CHARS => Err(TokensError::ShortMetrics),
-            _ => Ok(Some(ServiceTokens { services: vec![("metrics".into(), digest(token))] })),
-        }
-    }
-
-    /// The service whose token `presented` is. Every digest is compared in full, whatever matches.
-    pub fn service_of(&self, presented: &str) -> Option<&str> {
-        let d = digest(presented);
-        let mut found = None;
-        for (service, known) in &self.services {
-            let differing = known.iter().zip(d.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            if differing == 0 {
-                found = Some(service.as_str());
-            }
-        }
-        found
+/// The service of the request: as the door found it, or — where no door ran — looked up now.
+fn service(parts: &Parts, state: &ApiState) -> Result<Arc<Service>, ApiError> {
+    let not_known = || unauthenticated("the token is not known");
+    match parts.extensions.get::<Identity>() {
+        Some(Identity::Service(service)) => Ok(service.clone()),
+        // The token's own fault (none, another scheme, sent twice) if it has one, else it is not known.
+        Some(Identity::Unknown) => Err(bearer_token(&parts.headers).err().unwrap_or_else(not_known)),
+        None => state.tokens.current().identify(bearer_token(&parts.headers)?).ok_or_else(not_known),
     }
 }
 
@@ -152,11 +112,13 @@ impl FromRequestParts<ApiState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Caller, ApiError> {
-        let token = bearer_token(&parts.headers)?;
-        let service = state.tokens.service_of(token).ok_or_else(|| unauthenticated("the token is not known"))?;
+        let service = service(parts, state)?;
         let operator = operator(&parts.headers)?;
-        tracing::debug!(service, operator, "API caller");
-        Ok(Caller { service: service.to_string(), operator: operator.to_string() })
+        if !service.may_act_for(operator) {
+            return Err(operator_not_allowed(&service.name, operator));
+        }
+        tracing::debug!(service = service.name, operator, "API caller");
+        Ok(Caller { service: service.name.clone(), operator: operator.to_string() })
     }
 }
 
@@ -172,6 +134,15 @@ impl FromRequestParts<ApiState> for Scraper {
         let token = bearer_token(&parts.headers)?;
         expected.service_of(token).map(|_| Scraper).ok_or_else(|| unauthenticated("the token is not the metrics token"))
     }
+}
+
+/// 403: `service`'s tokens name the operators it may act for, and `operator` is not one.
+fn operator_not_allowed(service: &str, operator: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "operator-not-allowed-for-service",
+        format!("service {service} may not act for operator {operator}: its token names the operators it acts for"),
+    )
 }
 
 /// 401 with `why` and what to send.
@@ -228,35 +199,6 @@ fn operator(headers: &HeaderMap) -> Result<&str, ApiError> {
 mod tests {
     use super::*;
 
-    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-
-    #[test]
-    fn tokens_name_their_service() {
-        let t = ServiceTokens::parse(&format!("studio={A}, ops = {B}")).unwrap();
-        assert_eq!(t.service_of(A), Some("studio"));
-        assert_eq!(t.service_of(B), Some("ops"));
-        assert_eq!(t.service_of("aaaa"), None);
-        assert_eq!(t.service_of(""), None);
-    }
-
-    #[test]
-    fn bad_token_lists_are_refused_without_repeating_a_token() {
-        for (text, words) in [
-            ("", "no API tokens"),
-            ("studio", "entry 1 is not service=token"),
-            ("studio=tiny-token", "shorter than 24"),
-            (&format!("a={A},a={B}") as &str, "named twice"),
-            (&format!("a={A},b={A}"), "shares its token"),
-        ] {
-            let e = ServiceTokens::parse(text).unwrap_err().to_string();
-            assert!(e.contains(words), "{text}: {e}");
-            assert!(!e.contains(A) && !e.contains("tiny-token"), "{e}");
-        }
-        let debug = format!("{:?}", ServiceTokens::parse(&format!("studio={A}")).unwrap());
-        assert!(debug.contains("studio") && !debug.contains(A), "{debug}");
-    }
-
     fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (name, value) in pairs {
@@ -293,12 +235,71 @@ mod tests {
         assert_eq!(slug(&[("x-operator", b"alice"), ("x-operator", b"bob")]), "invalid-request");
     }
 
+    /// The door over the real router (its database never reached): a service limited to named operators is
+    /// refused for another one, and past its burst a service — or an address without a known token — gets 429
+    /// with Retry-After.
+    #[tokio::test]
+    async fn the_door_limits_operators_and_rates() {
+        use axum::body::Body;
+        use tower::ServiceExt as _;
+        const BOT: &str = "ops-bot-token-0123456789abcdef";
+        let mut state = super::super::doc_tests::unreachable_state();
+        let entries = format!("ops-bot={BOT} operators=alice|bob");
+        state.tokens = Arc::new(super::super::LiveTokens::new(super::super::ServiceTokens::parse(&entries).unwrap()));
+        let rate = super::super::limit::Rate { per_second: 0.5, burst: 3 };
+        state.limits = super::super::limit::Limits::new(rate, rate);
+        let app = super::super::router(state);
+        // An unknown path answers 404 without the Caller; `/me` asks for one first.
+        let call = |token: &str, operator: &str| {
+            let uri = if token == BOT { "/api/v1/no/such/thing" } else { "/api/v1/me" };
+            let request = axum::http::Request::builder()
+                .uri(uri)
+                .header("authorization", format!("Bearer {token}"))
+                .header(OPERATOR_HEADER, operator)
+                .body(Body::empty())
+                .unwrap();
+            app.clone().oneshot(request)
+        };
+        let answer = |response: Response| async move {
+            let (status, retry) = (response.status(), response.headers().get(header::RETRY_AFTER).cloned());
+            let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+            let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            (status, problem["type"].as_str().unwrap().trim_start_matches("/problems/").to_string(), problem, retry)
+        };
+        // The operator check is the Caller's: an unknown path answers 404 whoever acts; a handler is needed.
+        let request = axum::http::Request::builder()
+            .uri("/api/v1/me")
+            .header("authorization", format!("Bearer {BOT}"))
+            .header(OPERATOR_HEADER, "carol")
+            .body(Body::empty())
+            .unwrap();
+        let (status, slug, problem, _) = answer(app.clone().oneshot(request).await.unwrap()).await;
+        assert_eq!((status, slug.as_str()), (StatusCode::FORBIDDEN, "operator-not-allowed-for-service"));
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains("ops-bot") && detail.contains("carol") && !detail.contains(BOT), "{detail}");
+        // Two of the burst are gone (the 403 above was charged too); the third passes, the fourth is refused.
+        let (status, slug, _, _) = answer(call(BOT, "alice").await.unwrap()).await;
+        assert_eq!((status, slug.as_str()), (StatusCode::NOT_FOUND, "no-such-route"));
+        let _ = call(BOT, "alice").await.unwrap();
+        let (status, slug, problem, retry) = answer(call(BOT, "alice").await.unwrap()).await;
+        assert_eq!((status, slug.as_str()), (StatusCode::TOO_MANY_REQUESTS, "rate-limited"), "{problem}");
+        assert!(retry.is_some_and(|r| r.to_str().unwrap().parse::<u64>().unwrap() >= 1));
+        // Made-up tokens: 401 for the burst, then 429 without a look at the token.
+        for _ in 0..3 {
+            let (status, ..) = answer(call("made-up-token-0123456789abcdef", "alice").await.unwrap()).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+        }
+        let (status, slug, problem, retry) =
+            answer(call("made-up-token-0123456789abcdef", "alice").await.unwrap()).await;
+        assert_eq!((status, slug.as_str()), (StatusCode::TOO_MANY_REQUESTS, "rate-limited"), "{problem}");
+        assert!(retry.is_some());
+        assert!(!problem.to_string().contains("made-up"), "{problem}");
+    }
+
     #[test]
-    fn a_metrics_token_is_optional_and_long() {
-        assert!(ServiceTokens::metrics("").unwrap().is_none());
-        assert!(matches!(ServiceTokens::metrics("short"), Err(TokensError::ShortMetrics)));
-        let t = ServiceTokens::metrics(A).unwrap().unwrap();
-        assert_eq!(t.service_of(A), Some("metrics"));
-        assert_eq!(t.service_of(B), None);
+    fn the_operator_refusal_names_the_service_and_the_operator() {
+        let e = operator_not_allowed("ops-bot", "carol");
+        assert_eq!((e.status, e.slug), (StatusCode::FORBIDDEN, "operator-not-allowed-for-service"));
+        assert!(e.message.contains("service ops-bot") && e.message.contains("operator carol"), "{}", e.message);
     }
 }

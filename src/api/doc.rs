@@ -3,9 +3,10 @@
 //! operation together, so no route exists without its entry and no entry without its route.
 //!
 //! What every authenticated call has in common comes from one place, [`Common`], because one piece of code
-//! causes it: the [`super::auth::Caller`] extractor (the bearer token, `X-Operator`, 401 and the `no-operator`
-//! 400) and [`ApiError::internal`](super::error::ApiError::internal) (500 and 503). A handler declares what only
-//! it answers.
+//! causes it: the [`super::auth::Caller`] extractor (the bearer token, `X-Operator`, 401, the `no-operator` 400
+//! and the `operator-not-allowed-for-service` 403), the door (`super::auth::door`: 429), the request timeout
+//! (`super::request::deadline`: 503) and [`ApiError::internal`](super::error::ApiError::internal) (500 and 503).
+//! A handler declares what only it answers.
 
 use serde_json::Value;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
@@ -24,7 +25,8 @@ use super::error::{Problem, PROBLEM_JSON};
         version = "1",
         description = "Moves or copies selected messages between Apache ActiveMQ Artemis brokers, once, as a \
             durable run (SPEC §10). Every call under /api/v1 is made by a service with a bearer token \
-            (ARTEMIS_TRANSFER_API_TOKENS on the server) for the operator it names in X-Operator; that operator's \
+            (ARTEMIS_TRANSFER_API_TOKENS or ARTEMIS_TRANSFER_API_TOKENS_FILE on the server; a service may be limited to \
+            named operators) for the operator it names in X-Operator; that operator's \
             grants decide, as on the command line and the SQL start path, and the audit names them. A cluster or \
             run the operator may not see answers 404, as one that does not exist. Every error is an RFC 9457 \
             problem document (application/problem+json): type is /problems/<slug>, a stable name for the case \
@@ -61,12 +63,16 @@ pub struct Common;
 impl Modify for Common {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        let service = "A service token from ARTEMIS_TRANSFER_API_TOKENS (service=token pairs).";
+        let service = "A service token from ARTEMIS_TRANSFER_API_TOKENS or ARTEMIS_TRANSFER_API_TOKENS_FILE \
+            (service=token entries; a service may have several).";
         components.add_security_scheme(BEARER, bearer_scheme(service));
         let metrics = "The metrics token (ARTEMIS_TRANSFER_METRICS_TOKEN), when the service has one.";
         components.add_security_scheme(METRICS, bearer_scheme(metrics));
         for (name, description) in COMMON_ANSWERS {
             components.responses.insert(name.to_string(), RefOr::T(error_answer(description)));
+        }
+        if let Some(RefOr::T(answer)) = components.responses.get_mut("RateLimited") {
+            with_retry_after(answer);
         }
         for answer in components.responses.values_mut() {
             if let RefOr::T(answer) = answer {
@@ -94,7 +100,7 @@ fn bearer_scheme(description: &str) -> SecurityScheme {
 }
 
 /// The answers that several operations share, by component name.
-const COMMON_ANSWERS: [(&str, &str); 6] = [
+const COMMON_ANSWERS: [(&str, &str); 9] = [
     (
         "NoOperator",
         "No X-Operator (no-operator), or not a printable ASCII name of at most 200 characters \
@@ -103,9 +109,33 @@ const COMMON_ANSWERS: [(&str, &str); 6] = [
     ("Unauthenticated", "No token, or not a known one (unauthenticated); with WWW-Authenticate: Bearer"),
     ("Internal", "A failure of ours, logged under the incident id the message gives (internal)"),
     ("DatabaseUnavailable", "The database is out of reach; retry later (database-unavailable)"),
+    (
+        "Unavailable",
+        "The database is out of reach; retry later (database-unavailable); or the request was not answered within \
+        the service's request timeout, and may have taken effect (request-timeout)",
+    ),
+    (
+        "RateLimited",
+        "The service is over its rate limit, or the client address over the limit of requests without a known \
+        token; retry after Retry-After seconds (rate-limited)",
+    ),
+    ("OperatorNotAllowed", OPERATOR_NOT_ALLOWED),
     ("BodyTooLarge", "The body is larger than 64 KiB (body-too-large)"),
     ("NotJson", "The body is not sent as application/json (unsupported-media-type)"),
 ];
+
+/// The 403 of a service limited to named operators.
+const OPERATOR_NOT_ALLOWED: &str =
+    "The service's tokens name the operators it may act for, and X-Operator is not one (operator-not-allowed-for-service)";
+
+/// A 429 says when to try again.
+fn with_retry_after(answer: &mut Response) {
+    let header = utoipa::openapi::HeaderBuilder::new()
+        .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)))
+        .description(Some("Seconds until a request may be answered"))
+        .build();
+    answer.headers.insert("Retry-After".to_string(), header);
+}
 
 /// Error answers by status, for an `IntoResponses` shared by several handlers.
 pub fn error_answers(answers: &[(u16, &str)]) -> std::collections::BTreeMap<String, RefOr<Response>> {
@@ -140,30 +170,53 @@ fn with_request_id(answer: &mut Response) {
     answer.headers.insert("X-Request-Id".to_string(), header);
 }
 
+/// Whether `operation` answers server-sent events.
+fn answers_event_stream(operation: &Operation) -> bool {
+    operation
+        .responses
+        .responses
+        .values()
+        .any(|r| matches!(r, RefOr::T(r) if r.content.contains_key("text/event-stream")))
+}
+
 fn operations_mut(item: &mut utoipa::openapi::PathItem) -> impl Iterator<Item = &mut Operation> {
     [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head]
         .into_iter()
         .filter_map(Option::as_mut)
 }
 
-/// The caller's parts (token, operator, 400, 401) on an operation that needs a bearer token; the 500 and 503 of
-/// a failure of a system on every operation that says it may fail so (any that reads the database).
+/// The caller's parts (token, operator, 400, 401, 403) on an operation that needs a bearer token, with the door's
+/// 429, and the 500 and 503 of a failure of a system or the request timeout.
 fn add_common(operation: &mut Operation) {
     let authenticated =
         operation.security.iter().flatten().any(|s| serde_json::to_value(s).is_ok_and(|v| v.get(BEARER).is_some()));
+    // An event stream is not timed (`request::deadline`): its 503 is the database's only.
+    let timed = !answers_event_stream(operation);
+    let has_body = operation.request_body.is_some();
     let answers = &mut operation.responses.responses;
     let mut answer = |status: &str, component: &str| {
         answers.entry(status.to_string()).or_insert_with(|| RefOr::Ref(Ref::from_response_name(component)));
     };
-    if operation.request_body.is_some() {
+    if has_body {
         answer("413", "BodyTooLarge");
         answer("415", "NotJson");
     }
     if authenticated {
         answer("400", "NoOperator");
         answer("401", "Unauthenticated");
+        answer("429", "RateLimited");
         answer("500", "Internal");
-        answer("503", "DatabaseUnavailable");
+        answer("503", if timed { "Unavailable" } else { "DatabaseUnavailable" });
+        match answers.get_mut("403") {
+            // A handler's own 403 (a missing grant) says it may be the operator's limit too.
+            Some(RefOr::T(forbidden)) => {
+                forbidden.description = format!("{}; or: {OPERATOR_NOT_ALLOWED}", forbidden.description)
+            }
+            Some(RefOr::Ref(_)) => {}
+            None => {
+                answers.insert("403".into(), RefOr::Ref(Ref::from_response_name("OperatorNotAllowed")));
+            }
+        }
         let operator = ParameterBuilder::new()
             .name("X-Operator")
             .parameter_in(ParameterIn::Header)

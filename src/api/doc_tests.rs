@@ -12,27 +12,35 @@ use serde_json::Value;
 use tower::ServiceExt as _;
 
 use super::doc::strings_at;
-use super::{document, router, ApiState, ServiceTokens};
+use super::{document, router, ApiState, LiveTokens, ServiceTokens};
 
 /// The methods a route could be served on (HEAD is GET's, OPTIONS and the rest are never routed here).
 const METHODS: [Method; 5] = [Method::GET, Method::POST, Method::PUT, Method::DELETE, Method::PATCH];
 
 /// A state whose database is never reached: connecting fails at once (nothing listens on port 9).
-fn unreachable_state() -> ApiState {
+pub(super) fn unreachable_state() -> ApiState {
     let pool = sqlx::postgres::PgPoolOptions::new()
         .acquire_timeout(Duration::from_millis(500))
         .connect_lazy("postgres://nobody@127.0.0.1:9/none")
         .expect("a lazy pool");
     ApiState {
         pool,
-        tokens: Arc::new(ServiceTokens::parse("test=0123456789abcdef0123456789abcdef").expect("a token")),
+        tokens: Arc::new(LiveTokens::new(ServiceTokens::parse(TOKEN_ENTRY).expect("a token"))),
         metrics_token: None,
         max_attempts: 1,
         preview_valid_for: Duration::from_secs(60),
         events_every: Duration::from_millis(50),
+        limits: super::limit::Limits::new(RATE, RATE),
+        request_timeout: Duration::from_secs(30),
         closing: Default::default(),
     }
 }
+
+/// The one service token of these tests.
+const TOKEN_ENTRY: &str = "test=0123456789abcdef0123456789abcdef";
+
+/// High enough that no test here meets it.
+const RATE: super::limit::Rate = super::limit::Rate { per_second: 10_000.0, burst: 10_000 };
 
 fn generated() -> Value {
     document()
@@ -266,14 +274,36 @@ fn the_document_says_what_the_code_does() {
         assert!(parameters.iter().any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header"), "{id}");
     }
     for (id, declared) in [
-        ("getRun", &[200, 400, 401, 404, 500, 503][..]),
-        ("executeRun", &[202, 400, 401, 403, 404, 409, 413, 415, 422, 500, 503]),
+        // 403: a service limited to named operators; 429: the door's rate limits (every authenticated call).
+        ("getRun", &[200, 400, 401, 403, 404, 429, 500, 503][..]),
+        ("executeRun", &[202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503]),
         // 422: an Idempotency-Key sent with another request (every POST).
-        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 500, 503]),
-        ("followRun", &[200, 400, 401, 404, 500, 503]),
+        ("stopRun", &[200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503]),
+        ("followRun", &[200, 400, 401, 403, 404, 429, 500, 503]),
     ] {
         assert_eq!(statuses(operation(&doc, id)), declared.to_vec(), "{id}");
     }
+}
+
+/// The door's and the timeout's answers are declared where they can be given, and only there: 429 with
+/// Retry-After, 503 with the request timeout except on an event stream, 403 naming the operator limit.
+#[test]
+fn the_limits_answers_are_declared_where_they_are_given() {
+    let doc = generated();
+    let answer = |id: &str, status: &str| resolved(&doc, &operation(&doc, id)["responses"][status]).clone();
+    let limited = answer("getRun", "429");
+    assert!(limited["headers"]["Retry-After"].is_object(), "{limited}");
+    assert!(limited["description"].as_str().unwrap().contains("rate-limited"), "{limited}");
+    assert!(answer("getRun", "503")["description"].as_str().unwrap().contains("request-timeout"));
+    assert!(!answer("followRun", "503")["description"].as_str().unwrap().contains("request-timeout"));
+    for id in ["getRun", "executeRun"] {
+        let forbidden = answer(id, "403")["description"].as_str().unwrap().to_string();
+        assert!(forbidden.contains("operator-not-allowed-for-service"), "{id}: {forbidden}");
+    }
+    for id in ["health", "ready", "metrics", "openapi"] {
+        assert!(operation(&doc, id)["responses"]["429"].is_null(), "{id} is not rate-limited");
+    }
+    assert!(answer("ready", "503")["content"]["application/problem+json"].is_object());
 }
 
 #[test]

@@ -133,6 +133,9 @@ pub const PROBLEMS: &[(&str, &str)] = &[
     ("internal", "A failure of ours"),
     ("idempotency-in-progress", "The key's first request is being answered"),
     ("idempotency-key-reused", "The key names another request"),
+    ("operator-not-allowed-for-service", "The service may not act for this operator"),
+    ("rate-limited", "Too many requests"),
+    ("request-timeout", "Not answered in time"),
 ];
 
 /// The title of `slug`'s problem.

@@ -12,6 +12,9 @@
 //! `/health` (the process answers) and `/ready` (the database answers and its schema is this build's) need no
 //! token: they say nothing about any message or operator. `/metrics` (Prometheus) needs one only when
 //! `ARTEMIS_TRANSFER_METRICS_TOKEN` is set: its counts describe the traffic, which a deployment may keep to itself.
+//!
+//! Every other request is rate-limited at the door, per service and per client address without a known token
+//! ([`limit`]), and answered within the request timeout (event streams excepted; [`request::deadline`]).
 
 mod audit;
 pub mod auth;
@@ -19,6 +22,7 @@ pub mod doc;
 pub mod error;
 mod idempotency;
 pub mod input;
+pub mod limit;
 mod ops;
 mod orphans;
 mod previews;
@@ -27,6 +31,7 @@ pub mod request;
 mod runs;
 mod settings;
 mod store;
+pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,16 +43,17 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use auth::{Caller, ServiceTokens};
+pub use auth::Caller;
 pub use error::ApiError;
+pub use tokens::{LiveTokens, ServiceTokens};
 
 /// What every handler shares.
 #[derive(Clone)]
 pub struct ApiState {
     /// The database (job queue, registry, grants, runs).
     pub pool: PgPool,
-    /// The services that may call.
-    pub tokens: Arc<ServiceTokens>,
+    /// The services that may call: the tokens in force, replaced whole when the tokens file changes.
+    pub tokens: Arc<LiveTokens>,
     /// The token `/metrics` asks for, if any (`auth::METRICS_TOKEN_ENV`).
     pub metrics_token: Option<Arc<ServiceTokens>>,
     /// Attempts of a job before its run is Interrupted (`retry.max_attempts`), for the runs the API starts.
@@ -56,6 +62,10 @@ pub struct ApiState {
     pub preview_valid_for: Duration,
     /// How often an event stream looks for news.
     pub events_every: Duration,
+    /// The rate limits at the door.
+    pub limits: Arc<limit::Limits>,
+    /// How long a request may take to be answered (event streams excepted).
+    pub request_timeout: Duration,
     /// Cancelled when the service begins to close: open event streams end at once (see [`serve`]).
     pub closing: tokio_util::sync::CancellationToken,
 }
@@ -102,9 +112,11 @@ pub fn document() -> serde_json::Value {
 pub fn router(state: ApiState) -> Router {
     Router::from(routes())
         .fallback(ops::no_such_route)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), request::deadline))
         .layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::layer))
         .layer(axum::middleware::from_fn(input::refuse_bad_target))
         .layer(axum::extract::DefaultBodyLimit::max(input::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::door))
         .layer(axum::middleware::from_fn(request::around))
         .with_state(state)
 }
@@ -125,7 +137,9 @@ pub async fn serve(
         tracing::info!("closing: open event streams end, requests in flight are answered");
         closing.cancel();
     };
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    // With the peer's address: the door limits requests without a known token per client address.
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
 #[cfg(test)]

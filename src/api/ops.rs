@@ -55,7 +55,11 @@ pub struct Readiness {
     description = "The database answers and holds this build's schema.",
     responses(
         (status = 200, description = "Ready, with the schema's version", body = Readiness),
-        (status = 503, description = "Not ready, with the reason in `why`", body = Readiness),
+        (status = 503, description = "Not ready, with the reason in `why`; or (a problem document) not answered \
+            within the request timeout (request-timeout)", content(
+            (Readiness = "application/json"),
+            (Problem = "application/problem+json"),
+        )),
     ))]
 pub async fn ready(State(state): State<ApiState>) -> Response {
     let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
@@ -97,7 +101,8 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
         (status = 401, description = "ARTEMIS_TRANSFER_METRICS_TOKEN is set and the request does not present it \
             (unauthenticated)", body = Problem),
         (status = 500, description = "A failure of ours (internal)", body = Problem),
-        (status = 503, description = "The database is out of reach (database-unavailable)", body = Problem),
+        (status = 503, description = "The database is out of reach (database-unavailable), or the scrape was not \
+            answered within the request timeout (request-timeout)", body = Problem),
     ))]
 pub async fn metrics(State(state): State<ApiState>, _scraper: Scraper) -> Result<Response, ApiError> {
     let pool = &state.pool;

@@ -7,10 +7,13 @@
 //! axum answers some requests itself, before any handler — 405 for a method the path does not serve, 404 for an
 //! unknown path, 400/413/415 from its extractors — with plain text or no body. Those become problem documents
 //! here, in one place, whatever produced them.
+//!
+//! Every request but an event stream is answered within the request timeout ([`deadline`]), or with 503
+//! `request-timeout`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -75,6 +78,41 @@ pub async fn around(request: Request, next: Next) -> Response {
         tracing::info!(request_id = %id, %method, route, status, ms, "API request");
     }
     response
+}
+
+/// Middleware, inside the idempotency layer: a request not answered within `ApiState::request_timeout` is
+/// answered 503 `request-timeout`, and its handler is dropped (its open transaction, if any, rolls back). Inside
+/// the idempotency layer so a timed-out request frees its key (a 5xx is not kept) instead of holding it "in
+/// progress" for a day; inside [`around`], so the answer carries the request's id like every other. The time is
+/// until the answer's head: a body is already made, but an event stream's (`GET /api/v1/runs/{run}/events`)
+/// follows its run for as long as it lasts, so a stream is never timed, not even for its head.
+pub async fn deadline(State(state): State<super::ApiState>, request: Request, next: Next) -> Response {
+    if is_event_stream(request.method(), request.uri().path()) {
+        return next.run(request).await;
+    }
+    within(state.request_timeout, next.run(request)).await
+}
+
+/// `answer`, or 503 `request-timeout` when it takes longer than `limit`.
+async fn within(limit: Duration, answer: impl std::future::Future<Output = Response>) -> Response {
+    match tokio::time::timeout(limit, answer).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(request_id = %current_id(), limit_ms = limit.as_millis() as u64, "API request timed out");
+            let words = format!(
+                "the request was not answered within {} s, the service's request timeout; it may have taken effect: \
+                 look before sending it again",
+                limit.as_secs_f64()
+            );
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "request-timeout", words).into_response()
+        }
+    }
+}
+
+/// Whether `method path` follows a run's events: `GET /api/v1/runs/{run}/events`.
+fn is_event_stream(method: &Method, path: &str) -> bool {
+    let segments: Vec<&str> = path.split('/').collect();
+    method == Method::GET && matches!(segments.as_slice(), ["", "api", "v1", "runs", run, "events"] if !run.is_empty())
 }
 
 /// `response` as a problem document when it is a refusal that is not one yet (no body, or plain text): the
@@ -152,5 +190,54 @@ mod tests {
         let json = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(serde_json::json!({ "status": "not ready" })));
         let kept = as_problem(json.into_response(), &Method::GET, "/ready");
         assert_eq!(kept.headers()[header::CONTENT_TYPE], "application/json");
+    }
+
+    /// The timeout layer over a tiny router: a slow answer is cut at the deadline with a problem document carrying
+    /// the request's id; an event stream is not timed.
+    #[tokio::test]
+    async fn a_slow_request_is_answered_503_in_time_and_an_event_stream_is_not_timed() {
+        use axum::routing::get;
+        use tower::ServiceExt as _;
+        let mut state = super::super::doc_tests::unreachable_state();
+        state.request_timeout = Duration::from_millis(50);
+        let slow = || async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            "late"
+        };
+        let app = axum::Router::new()
+            .route("/api/v1/slow", get(slow))
+            .route("/api/v1/runs/{run}/events", get(slow))
+            .layer(axum::middleware::from_fn_with_state(state, deadline))
+            .layer(axum::middleware::from_fn(around));
+        let call = |uri: &str| {
+            let request =
+                Request::builder().uri(uri).header(REQUEST_ID_HEADER, "slow-1").body(axum::body::Body::empty());
+            app.clone().oneshot(request.unwrap())
+        };
+        let started = Instant::now();
+        let response = call("/api/v1/slow").await.unwrap();
+        assert!(started.elapsed() < Duration::from_millis(250), "{:?}", started.elapsed());
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
+        assert_eq!(response.headers()[REQUEST_ID_HEADER], "slow-1");
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!((&problem["type"], &problem["request_id"]), (&"/problems/request-timeout".into(), &"slow-1".into()));
+        let stream = call("/api/v1/runs/00000000-0000-4000-8000-000000000000/events").await.unwrap();
+        assert_eq!(stream.status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn only_a_runs_event_stream_is_one() {
+        assert!(is_event_stream(&Method::GET, "/api/v1/runs/x/events"));
+        for (method, path) in [
+            (Method::POST, "/api/v1/runs/x/events"),
+            (Method::GET, "/api/v1/runs//events"),
+            (Method::GET, "/api/v1/runs/x/events/y"),
+            (Method::GET, "/api/v1/runs/x"),
+            (Method::GET, "/api/v2/runs/x/events"),
+        ] {
+            assert!(!is_event_stream(&method, path), "{method} {path}");
+        }
     }
 }

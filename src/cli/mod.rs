@@ -144,7 +144,7 @@ pub enum CliError {
     Permission(#[from] crate::transfer::permissions::PermissionError),
     /// The API's tokens.
     #[error(transparent)]
-    Tokens(#[from] crate::api::auth::TokensError),
+    Tokens(#[from] crate::api::tokens::TokensError),
     /// Listening or serving.
     #[error("the HTTP API on {addr}")]
     Serve {
@@ -230,20 +230,28 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
 
 /// `serve`: the HTTP API until SIGTERM (or Ctrl-C); requests in flight are answered first.
 async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
-    let tokens = crate::api::ServiceTokens::from_env()?;
+    let source = crate::api::tokens::TokenSource::from_env()?;
+    let tokens = std::sync::Arc::new(crate::api::LiveTokens::new(source.load()?));
     let metrics_token = crate::api::ServiceTokens::metrics_from_env()?.map(std::sync::Arc::new);
     let pool = connect(config, 4).await?;
     let addr = args.listen.unwrap_or_else(|| config.api.listen.clone());
     let listener =
         tokio::net::TcpListener::bind(&addr).await.map_err(|source| CliError::Serve { addr: addr.clone(), source })?;
+    let closing = tokio_util::sync::CancellationToken::new();
+    if let crate::api::tokens::TokenSource::File(path) = source {
+        let every = Duration::from_millis(config.api.tokens_poll_ms);
+        crate::api::tokens::watch(path, tokens.clone(), every, closing.clone());
+    }
     let state = crate::api::ApiState {
         pool,
-        tokens: std::sync::Arc::new(tokens),
+        tokens,
         metrics_token,
         max_attempts: config.retry.max_attempts,
         preview_valid_for: Duration::from_secs(config.api.preview_valid_secs),
         events_every: Duration::from_millis(config.api.events_poll_ms),
-        closing: Default::default(),
+        limits: crate::api::limit::Limits::new(config.api.service_rate(), config.api.unidentified_rate()),
+        request_timeout: Duration::from_millis(config.api.request_timeout_ms),
+        closing,
     };
     let stop = worker::shutdown::terminate_signal();
     crate::api::serve(listener, state, async move {

@@ -30,6 +30,7 @@ use uuid::Uuid;
 mod fuzz;
 mod input;
 mod leaks;
+mod limits;
 
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
 
@@ -53,12 +54,21 @@ impl Api {
 
     /// [`Api::start`] with `extra` in the service's environment.
     async fn start_with(world: &World, extra: &[(&str, &str)]) -> Api {
+        Api::start_with_tokens(world, Some(&format!("studio={TOKEN}")), extra).await
+    }
+
+    /// [`Api::start_with`] with `tokens` as `ARTEMIS_TRANSFER_API_TOKENS` (`None`: unset, for a tokens file).
+    async fn start_with_tokens(world: &World, tokens: Option<&str>, extra: &[(&str, &str)]) -> Api {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let log = world.log_dir.join("serve.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"));
+        match tokens {
+            Some(tokens) => command.env("ARTEMIS_TRANSFER_API_TOKENS", tokens),
+            None => command.env_remove("ARTEMIS_TRANSFER_API_TOKENS"),
+        };
+        let child = command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .env("DATABASE_URL", &world.url)
-            .env("ARTEMIS_TRANSFER_API_TOKENS", format!("studio={TOKEN}"))
             .env("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "200")
             .env("RUST_LOG", "info,artemis_transfer=debug")
             .envs(world.worker_env(extra))
@@ -164,6 +174,16 @@ impl Drop for Api {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The service's environment for rate limits of `per_second` and `burst`, both per service and per address.
+fn rate_limits(per_second: &'static str, burst: &'static str) -> [(&'static str, &'static str); 4] {
+    [
+        ("ARTEMIS_TRANSFER__API__RATE_PER_SECOND", per_second),
+        ("ARTEMIS_TRANSFER__API__RATE_BURST", burst),
+        ("ARTEMIS_TRANSFER__API__UNIDENTIFIED_PER_SECOND", per_second),
+        ("ARTEMIS_TRANSFER__API__UNIDENTIFIED_BURST", burst),
+    ]
 }
 
 fn move_body(source: &str, target: &str) -> Value {
