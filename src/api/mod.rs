@@ -26,6 +26,7 @@ pub mod request;
 mod runs;
 mod settings;
 mod store;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
