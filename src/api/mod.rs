@@ -12,6 +12,9 @@
 //! `/health` (the process answers) and `/ready` (the database answers and its schema is this build's) need no
 //! token: they say nothing about any message or operator. `/metrics` (Prometheus) needs one only when
 //! `ARTEMIS_TRANSFER_METRICS_TOKEN` is set: its counts describe the traffic, which a deployment may keep to itself.
+//!
+//! With a certificate and its key ([`tls`]) the API is served over TLS; without, over plain HTTP, which [`serve`]
+//! warns about when the address is reachable from other hosts (bearer tokens would travel in clear).
 
 mod audit;
 pub mod auth;
@@ -109,24 +112,61 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-/// Serves the API on `listener` until `shutdown` resolves; requests in flight are answered first, and open event
-/// streams end at once (`ApiState::closing`) — a stream follows its run to the end, which may be hours away, and
-/// a graceful shutdown would wait for it past any grace period.
+/// Serves the API on `listener` until `shutdown` resolves — over TLS with `tls`, else plain HTTP; requests in
+/// flight are answered first, and open event streams end at once (`ApiState::closing`) — a stream follows its run
+/// to the end, which may be hours away, and a graceful shutdown would wait for it past any grace period.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
     state: ApiState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let addr: Option<SocketAddr> = listener.local_addr().ok();
-    tracing::info!(?addr, services = ?state.tokens, "the HTTP API is listening");
+    tracing::info!(?addr, tls = tls.is_some(), services = ?state.tokens, "the HTTP API is listening");
+    if tls.is_none() && reachable_from_elsewhere(addr) {
+        tracing::warn!(
+            ?addr,
+            "the API listens without TLS on a non-loopback address: bearer tokens travel in clear \
+             (--tls-cert and --tls-key serve it over TLS)"
+        );
+    }
     let closing = state.closing.clone();
     let shutdown = async move {
         shutdown.await;
         tracing::info!("closing: open event streams end, requests in flight are answered");
         closing.cancel();
     };
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let app = router(state);
+    match tls {
+        Some(config) => {
+            let listener = tls::TlsListener::new(listener, config);
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        }
+        None => axum::serve(listener, app).with_graceful_shutdown(shutdown).await,
+    }
+}
+
+/// Whether another host may reach `addr`: anything but a loopback address, and an address not known (`None`)
+/// since it cannot be shown to be loopback. An IPv4 loopback address mapped into IPv6 is loopback too.
+fn reachable_from_elsewhere(addr: Option<SocketAddr>) -> bool {
+    addr.is_none_or(|a| !a.ip().to_canonical().is_loopback())
 }
 
 #[cfg(test)]
 mod doc_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::reachable_from_elsewhere;
+
+    #[test]
+    fn only_loopback_addresses_are_private_to_this_host() {
+        for private in ["127.0.0.1:8080", "127.1.2.3:8080", "[::1]:8080", "[::ffff:127.0.0.1]:8080"] {
+            assert!(!reachable_from_elsewhere(Some(private.parse().unwrap())), "{private}");
+        }
+        for open in ["0.0.0.0:8080", "[::]:8080", "10.1.2.3:8080", "192.168.0.7:8080", "[2001:db8::1]:8080"] {
+            assert!(reachable_from_elsewhere(Some(open.parse().unwrap())), "{open}");
+        }
+        assert!(reachable_from_elsewhere(None), "an unknown address may be anyone's");
+    }
+}
