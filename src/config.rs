@@ -5,7 +5,7 @@
 //! is pure; [`Config::load`] feeds it the real file and environment. The URL's password never reaches
 //! `Debug` output.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -150,6 +150,11 @@ pub struct RetentionConfig {
 pub struct ApiConfig {
     /// Where `serve` listens.
     pub listen: String,
+    /// The certificate chain (PEM) `serve` presents; with `tls_key` the API is served over TLS, and with neither
+    /// over plain HTTP.
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    pub tls_key: Option<PathBuf>,
     /// How long a preview made through the API may be executed.
     pub preview_valid_secs: u64,
     /// How often an event stream looks for news.
@@ -418,6 +423,19 @@ mod tests {
         let err =
             Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__RETENTION__FINISHED_RUNS_DAYS", "0")])).unwrap_err();
         assert!(matches!(err, ConfigError::Invalid(_)), "{err:?}");
+    }
+
+    #[test]
+    fn tls_files_are_unset_by_default_and_set_like_the_listen_address() {
+        let config = Config::from_sources(None, env(&[])).unwrap();
+        assert_eq!((config.api.tls_cert, config.api.tls_key), (None, None));
+        let config = Config::from_sources(
+            Some("[api]\ntls_cert = \"/etc/transfer/cert.pem\"\n"),
+            env(&[("ARTEMIS_TRANSFER__API__TLS_KEY", "/etc/transfer/key.pem")]),
+        )
+        .unwrap();
+        assert_eq!(config.api.tls_cert, Some(PathBuf::from("/etc/transfer/cert.pem")));
+        assert_eq!(config.api.tls_key, Some(PathBuf::from("/etc/transfer/key.pem")));
     }
 
     #[test]

@@ -10,7 +10,6 @@
 //! its operators may act for those only (403 `operator-not-allowed-for-service`). The service's name goes into
 //! the log line of every request, so an audit row can be traced to the service that made it.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -56,7 +55,7 @@ pub async fn door(State(state): State<ApiState>, mut request: Request, next: Nex
         return next.run(request).await;
     }
     let now = Instant::now();
-    let address = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let address = request.extensions().get::<ConnectInfo<super::PeerAddr>>().map(|c| c.0 .0.ip());
     let limits = &state.limits;
     if let Err(wait) = limits.unidentified.check(&address, now) {
         return too_many(wait, "too many requests without a known token came from this address".into());

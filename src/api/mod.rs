@@ -15,6 +15,9 @@
 //!
 //! Every other request is rate-limited at the door, per service and per client address without a known token
 //! ([`limit`]), and answered within the request timeout (event streams excepted; [`request::deadline`]).
+//!
+//! With a certificate and its key ([`tls`]) the API is served over TLS; without, over plain HTTP, which [`serve`]
+//! warns about when the address is reachable from other hosts (bearer tokens would travel in clear).
 
 mod audit;
 pub mod auth;
@@ -31,6 +34,7 @@ pub mod request;
 mod runs;
 mod settings;
 mod store;
+pub mod tls;
 pub mod tokens;
 
 use std::net::SocketAddr;
@@ -121,16 +125,24 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-/// Serves the API on `listener` until `shutdown` resolves; requests in flight are answered first, and open event
-/// streams end at once (`ApiState::closing`) — a stream follows its run to the end, which may be hours away, and
-/// a graceful shutdown would wait for it past any grace period.
+/// Serves the API on `listener` until `shutdown` resolves — over TLS with `tls`, else plain HTTP; requests in
+/// flight are answered first, and open event streams end at once (`ApiState::closing`) — a stream follows its run
+/// to the end, which may be hours away, and a graceful shutdown would wait for it past any grace period.
 pub async fn serve(
     listener: tokio::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
     state: ApiState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let addr: Option<SocketAddr> = listener.local_addr().ok();
-    tracing::info!(?addr, services = ?state.tokens, "the HTTP API is listening");
+    tracing::info!(?addr, tls = tls.is_some(), services = ?state.tokens, "the HTTP API is listening");
+    if tls.is_none() && reachable_from_elsewhere(addr) {
+        tracing::warn!(
+            ?addr,
+            "the API listens without TLS on a non-loopback address: bearer tokens travel in clear \
+             (--tls-cert and --tls-key serve it over TLS)"
+        );
+    }
     let closing = state.closing.clone();
     let shutdown = async move {
         shutdown.await;
@@ -138,9 +150,54 @@ pub async fn serve(
         closing.cancel();
     };
     // With the peer's address: the door limits requests without a known token per client address.
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    let app = router(state).into_make_service_with_connect_info::<PeerAddr>();
+    match tls {
+        Some(config) => {
+            let listener = tls::TlsListener::new(listener, config);
+            axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+        }
+        None => axum::serve(listener, app).with_graceful_shutdown(shutdown).await,
+    }
+}
+
+/// The address of a request's peer, over plain TCP or TLS: axum's own `ConnectInfo<SocketAddr>` knows only its
+/// `TcpListener`, and the door limits requests without a known token per client address whichever is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> PeerAddr {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls::TlsListener>> for PeerAddr {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, tls::TlsListener>) -> PeerAddr {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
+/// Whether another host may reach `addr`: anything but a loopback address, and an address not known (`None`)
+/// since it cannot be shown to be loopback. An IPv4 loopback address mapped into IPv6 is loopback too.
+fn reachable_from_elsewhere(addr: Option<SocketAddr>) -> bool {
+    addr.is_none_or(|a| !a.ip().to_canonical().is_loopback())
 }
 
 #[cfg(test)]
 mod doc_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::reachable_from_elsewhere;
+
+    #[test]
+    fn only_loopback_addresses_are_private_to_this_host() {
+        for private in ["127.0.0.1:8080", "127.1.2.3:8080", "[::1]:8080", "[::ffff:127.0.0.1]:8080"] {
+            assert!(!reachable_from_elsewhere(Some(private.parse().unwrap())), "{private}");
+        }
+        for open in ["0.0.0.0:8080", "[::]:8080", "10.1.2.3:8080", "192.168.0.7:8080", "[2001:db8::1]:8080"] {
+            assert!(reachable_from_elsewhere(Some(open.parse().unwrap())), "{open}");
+        }
+        assert!(reachable_from_elsewhere(None), "an unknown address may be anyone's");
+    }
+}

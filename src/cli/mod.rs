@@ -13,6 +13,7 @@ pub mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -100,6 +101,12 @@ pub struct ServeArgs {
     /// Where to listen, host:port (default: api.listen).
     #[arg(long)]
     pub listen: Option<String>,
+    /// Serve over TLS with this certificate chain, a PEM file; needs --tls-key (default: api.tls_cert).
+    #[arg(long, value_name = "PEM_FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key, a PEM file; needs --tls-cert (default: api.tls_key).
+    #[arg(long, value_name = "PEM_FILE")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Why a command failed.
@@ -145,6 +152,9 @@ pub enum CliError {
     /// The API's tokens.
     #[error(transparent)]
     Tokens(#[from] crate::api::tokens::TokensError),
+    /// The API's TLS certificate or key.
+    #[error(transparent)]
+    Tls(#[from] crate::api::tls::TlsError),
     /// Listening or serving.
     #[error("the HTTP API on {addr}")]
     Serve {
@@ -233,6 +243,7 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
     let source = crate::api::tokens::TokenSource::from_env()?;
     let tokens = std::sync::Arc::new(crate::api::LiveTokens::new(source.load()?));
     let metrics_token = crate::api::ServiceTokens::metrics_from_env()?.map(std::sync::Arc::new);
+    let tls = tls_config(config, &args)?;
     let pool = connect(config, 4).await?;
     let addr = args.listen.unwrap_or_else(|| config.api.listen.clone());
     let listener =
@@ -254,12 +265,20 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
         closing,
     };
     let stop = worker::shutdown::terminate_signal();
-    crate::api::serve(listener, state, async move {
+    crate::api::serve(listener, tls, state, async move {
         stop.await;
     })
     .await
     .map_err(|source| CliError::Serve { addr, source })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The TLS configuration of `serve` (`None`: plain HTTP): each option from the command line, else from the
+/// configuration; read and checked before anything listens.
+fn tls_config(config: &Config, args: &ServeArgs) -> Result<Option<Arc<rustls::ServerConfig>>, CliError> {
+    let cert = args.tls_cert.clone().or_else(|| config.api.tls_cert.clone());
+    let key = args.tls_key.clone().or_else(|| config.api.tls_key.clone());
+    Ok(crate::api::tls::TlsFiles::pair(cert, key)?.map(|files| files.server_config()).transpose()?)
 }
 
 /// A pool of at least `min_connections` (or the configured size if larger).

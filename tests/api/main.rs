@@ -10,6 +10,8 @@
 //!   message once, on the source or the target.
 //! - `refusals`: a missing grant (403, with the grant), an invisible cluster (404), settings (admin only,
 //!   audited, validated), malformed calls (400) — each with its slug and words, never a secret.
+//! - `tls.rs`: served over TLS with a certificate of the test's own; plain HTTP gets no answer there; bad files
+//!   stop `serve` at start; plain HTTP beyond loopback is warned about.
 
 #[allow(dead_code)]
 #[path = "../relay/support/mod.rs"]
@@ -31,6 +33,7 @@ mod fuzz;
 mod input;
 mod leaks;
 mod limits;
+mod tls;
 
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
 
@@ -47,6 +50,24 @@ struct Api {
     bodies: std::sync::Mutex<Vec<String>>,
 }
 
+/// How a test's `serve` starts.
+struct Launch<'a> {
+    /// More of the service's environment.
+    env: &'a [(&'a str, &'a str)],
+    /// The address it listens on (the tests call it on 127.0.0.1 whatever this is).
+    host: &'a str,
+    /// Its certificate and key: served over TLS, to a client that trusts that certificate alone.
+    tls: Option<&'a tls::TestCert>,
+    /// `ARTEMIS_TRANSFER_API_TOKENS` (`None`: unset, for a tokens file).
+    tokens: Option<String>,
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Launch { env: &[], host: "127.0.0.1", tls: None, tokens: Some(format!("studio={TOKEN}")) }
+    }
+}
+
 impl Api {
     async fn start(world: &World) -> Api {
         Api::start_with(world, &[]).await
@@ -54,33 +75,47 @@ impl Api {
 
     /// [`Api::start`] with `extra` in the service's environment.
     async fn start_with(world: &World, extra: &[(&str, &str)]) -> Api {
-        Api::start_with_tokens(world, Some(&format!("studio={TOKEN}")), extra).await
+        Api::launch(world, Launch { env: extra, ..Launch::default() }).await
     }
 
     /// [`Api::start_with`] with `tokens` as `ARTEMIS_TRANSFER_API_TOKENS` (`None`: unset, for a tokens file).
     async fn start_with_tokens(world: &World, tokens: Option<&str>, extra: &[(&str, &str)]) -> Api {
+        Api::launch(world, Launch { env: extra, tokens: tokens.map(|t| t.to_string()), ..Launch::default() }).await
+    }
+
+    /// `serve` as `launch` says, once it answers `/health`.
+    async fn launch(world: &World, launch: Launch<'_>) -> Api {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = world.log_dir.join("serve.log");
+        // One log per service: a test may start more than one in its world.
+        let log = world.log_dir.join(format!("serve-{port}.log"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"));
-        match tokens {
+        command.args(["serve", "--listen", &format!("{}:{port}", launch.host)]);
+        if let Some(cert) = launch.tls {
+            command.arg("--tls-cert").arg(&cert.cert).arg("--tls-key").arg(&cert.key);
+        }
+        match &launch.tokens {
             Some(tokens) => command.env("ARTEMIS_TRANSFER_API_TOKENS", tokens),
             None => command.env_remove("ARTEMIS_TRANSFER_API_TOKENS"),
         };
         let child = command
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .env("DATABASE_URL", &world.url)
             .env("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "200")
             .env("RUST_LOG", "info,artemis_transfer=debug")
-            .envs(world.worker_env(extra))
+            .envs(world.worker_env(launch.env))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("start artemis-transfer serve");
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(120));
+        let (scheme, client) = match launch.tls {
+            Some(cert) => ("https", cert.trusted_by(client)),
+            None => ("http", client),
+        };
         let api = Api {
             child,
-            base: format!("http://127.0.0.1:{port}"),
-            client: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(),
+            base: format!("{scheme}://127.0.0.1:{port}"),
+            client: client.build().unwrap(),
             log,
             bodies: Default::default(),
         };
@@ -89,6 +124,24 @@ impl Api {
         })
         .await;
         api
+    }
+
+    /// Tells the service to stop (SIGTERM); when it was told.
+    fn terminate(&self) -> Instant {
+        let killed = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(killed.success());
+        Instant::now()
+    }
+
+    /// The service's exit status, once it has exited within 10 s of `told` ([`Api::terminate`]).
+    async fn exit_after(&mut self, told: Instant) -> std::process::ExitStatus {
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(told.elapsed() < Duration::from_secs(10), "the service still runs 10 s after SIGTERM");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// A call as the service, for `operator` (`None`: no X-Operator header), with an optional JSON body.
@@ -910,22 +963,13 @@ async fn event_streams_end_for_a_previewed_run_a_revoked_grant_and_a_closing_ser
         let (api, run) = (&api, run.clone());
         async move { stream_text(api, &run, OPERATOR, Duration::from_secs(20)).await }
     };
-    let pid = api.child.id().to_string();
     let terminate = async {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(killed.success());
-        Instant::now()
+        api.terminate()
     };
     let (text, sent) = tokio::join!(followed, terminate);
     assert!(text.contains("event: progress") && !text.contains("event: end"), "{text}");
-    let exited = loop {
-        if let Some(status) = api.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(sent.elapsed() < Duration::from_secs(10), "the service still runs 10 s after SIGTERM");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let exited = api.exit_after(sent).await;
     assert!(exited.success(), "serve exited {exited}");
     eprintln!("serve exited {:?} after SIGTERM with a stream open", sent.elapsed());
 
