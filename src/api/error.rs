@@ -266,6 +266,7 @@ impl From<RegistryError> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing-credentials", words.clone())
             }
             RegistryError::Discovery(words) => ApiError::broker_unreachable(words),
+            RegistryError::CredentialsInUrl(words) => ApiError::bad_request("invalid-request", words.clone()),
             RegistryError::Db(_) | RegistryError::Jolokia(_) => ApiError::internal("the cluster registry", &e),
         }
     }

@@ -1,5 +1,6 @@
 //! The runtime settings (SPEC §8), as the CLI's `settings` command does them: a change of a setting needs `admin`
-//! on `*` (or nobody holding it yet) and is audited with the old and the new value.
+//! on `*` — through the API on a fresh database too, where the command line would bootstrap (see
+//! [`Bootstrap::Refused`]) — and is audited with the old and the new value.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -14,7 +15,7 @@ use super::ApiState;
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed};
 use crate::jobs::store::record::SettingRow;
-use crate::transfer::permissions::{self, EVERY_CLUSTER};
+use crate::transfer::permissions::{self, Bootstrap, EVERY_CLUSTER};
 
 /// The answer of `GET /api/v1/settings`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -94,7 +95,8 @@ fn as_words(value: &Value) -> Result<String, ApiError> {
 #[utoipa::path(put, path = "/settings/{key}", operation_id = "setSetting", tags = ["settings"],
     summary = "Change a setting",
     description = "Changes one setting (audited, validated against the whole set); answers the old and the new \
-        value. Needs admin on * (or nobody holding it yet).",
+        value. Needs admin on *, on a fresh database too (its first admin comes from the command line or the SQL \
+        path).",
     params(("key" = inline(SettingKey), Path, description = "The setting (SPEC §8)")),
     request_body = SetBody,
     security(("bearer" = [])),
@@ -118,6 +120,7 @@ pub async fn set(
         &state.pool,
         &caller.operator,
         EVERY_CLUSTER,
+        Bootstrap::Refused,
         "settings.set",
         target,
         json!({ "text": words }),

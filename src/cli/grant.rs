@@ -14,7 +14,7 @@ use clap::Subcommand;
 use sqlx::PgPool;
 
 use crate::cli::CliError;
-use crate::transfer::permissions::{self, Grant, GrantError, Permission, PermissionError};
+use crate::transfer::permissions::{self, Bootstrap, Grant, GrantError, Permission, PermissionError};
 
 /// The operator a command acts for: the one named (`--as` or `ARTEMIS_TRANSFER_OPERATOR`), else `$USER`. Never a
 /// made-up name: with neither, the command is refused, since every action is checked against the operator's
@@ -103,7 +103,7 @@ pub async fn authorise_admin_on(
     target: String,
     detail: serde_json::Value,
 ) -> Result<Authorised, CliError> {
-    match permissions::require_admin_audited(pool, actor, cluster, action, target, detail).await {
+    match permissions::require_admin_audited(pool, actor, cluster, Bootstrap::Allowed, action, target, detail).await {
         Ok(bootstrap) => Ok(Authorised::Allowed { bootstrap }),
         Err(PermissionError::Missing(missing)) => {
             eprintln!("refused: {}", super::terminal::shown(&missing.to_string()));

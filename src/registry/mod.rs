@@ -18,6 +18,7 @@ pub use store::{Cluster, ClusterNode, EndpointRole, NodeEndpoint};
 
 /// What can go wrong with the registry.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// Postgres failed.
     #[error("the registry's database: {0}")]
@@ -31,6 +32,9 @@ pub enum RegistryError {
     /// Credentials that are not in the environment.
     #[error("{0}")]
     MissingCredentials(String),
+    /// An endpoint's URL carries credentials, which would be stored and shown with it.
+    #[error("{0}")]
+    CredentialsInUrl(String),
     /// A node could not be discovered or reached.
     #[error("{0}")]
     Discovery(String),

@@ -82,8 +82,11 @@ impl Cluster {
     }
 }
 
-/// Registers a cluster with its nodes, in one transaction.
+/// Registers a cluster with its nodes, in one transaction. An endpoint whose URL carries credentials is refused:
+/// the registry's URLs are stored as given and shown to whoever may see the cluster, and credentials live in the
+/// environment alone (`ARTEMIS_TRANSFER_CREDENTIALS__<REF>__USER` / `__PASSWORD`).
 pub async fn add(pool: &PgPool, cluster: &Cluster) -> Result<(), RegistryError> {
+    refuse_credentials_in_urls(cluster)?;
     let mut tx = pool.begin().await?;
     if !cluster_insert(&mut *tx, &cluster.name, &cluster.credentials_ref).await? {
         return Err(RegistryError::Conflict(format!(
@@ -99,6 +102,49 @@ pub async fn add(pool: &PgPool, cluster: &Cluster) -> Result<(), RegistryError> 
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// [`RegistryError::CredentialsInUrl`] for the first endpoint URL of `cluster` that carries credentials; the words
+/// name the node and which URL, never the URL (it holds a secret).
+fn refuse_credentials_in_urls(cluster: &Cluster) -> Result<(), RegistryError> {
+    for node in &cluster.nodes {
+        for endpoint in &node.endpoints {
+            for (which, url) in [("Core", &endpoint.core_url), ("Jolokia", &endpoint.jolokia_url)] {
+                if let Some(what) = credentials_in(url) {
+                    return Err(RegistryError::CredentialsInUrl(format!(
+                        "the {which} URL of node {} of cluster {} carries {what}: a registered URL is stored and \
+                         shown as given, so credentials go in the environment alone \
+                         (ARTEMIS_TRANSFER_CREDENTIALS__{}__USER and __PASSWORD); give the URL without them",
+                        node.name,
+                        cluster.name,
+                        cluster.credentials_ref.to_uppercase(),
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What credentials `url` carries, in words: a user (and password) before the host, or a query parameter that
+/// names a user, a password, a secret or a token (Core URLs take `?user=…&password=…`). `None`: none.
+pub fn credentials_in(url: &str) -> Option<&'static str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    if rest[..authority_end].contains('@') {
+        return Some("a user name or password before its host (user:password@)");
+    }
+    let query = rest.split_once('?').map(|(_, q)| q.split('#').next().unwrap_or(q))?;
+    let secret_key = |key: &str| {
+        let key = key.to_ascii_lowercase();
+        ["password", "passwd", "secret", "token"].iter().any(|s| key.contains(s))
+            || ["user", "username", "pass", "pwd"].contains(&key.as_str())
+    };
+    query
+        .split(['&', ';'])
+        .filter_map(|pair| pair.split('=').next())
+        .any(secret_key)
+        .then_some("a user name, password, secret or token among its parameters")
 }
 
 /// Every registered cluster, by name.
@@ -233,4 +279,48 @@ async fn endpoint_list(db: impl PgExecutor<'_>) -> Result<Vec<EndpointRow>, sqlx
 async fn cluster_delete(db: impl PgExecutor<'_>, name: &str) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(include_str!("sql/cluster_delete.sql")).bind(name).execute(db).await?;
     Ok(done.rows_affected() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster_with(core_url: &str, jolokia_url: &str) -> Cluster {
+        let endpoint = NodeEndpoint {
+            core_url: core_url.into(),
+            jolokia_url: jolokia_url.into(),
+            role: EndpointRole::Primary,
+            broker_name: "east-1".into(),
+        };
+        let node = ClusterNode {
+            name: "east-1".into(),
+            node_id: "id".into(),
+            broker_name: "east-1".into(),
+            endpoints: vec![endpoint],
+        };
+        Cluster { name: "east".into(), credentials_ref: "prod".into(), nodes: vec![node] }
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_found_wherever_they_are_put() {
+        assert!(credentials_in("http://admin:s3cret@h:8161/console/jolokia").is_some());
+        assert!(credentials_in("tcp://h:61616?user=admin&password=s3cret").is_some());
+        assert!(credentials_in("tcp://h:61616?sslEnabled=true;trustStorePassword=x").is_some());
+        assert!(credentials_in("http://h:8161/console/jolokia?token=abc").is_some());
+        assert_eq!(credentials_in("tcp://h:61616?sslEnabled=true&reconnectAttempts=3"), None);
+        assert_eq!(credentials_in("http://h:8161/console/jolokia"), None);
+        assert_eq!(credentials_in("http://h:8161/console/jolokia/read/a@b"), None, "an @ in the path is not a user");
+    }
+
+    #[test]
+    fn a_cluster_whose_url_carries_credentials_is_refused_in_words_without_them() {
+        let refused =
+            refuse_credentials_in_urls(&cluster_with("tcp://h:61616", "http://admin:s3cret@h:8161/console/jolokia"));
+        let Err(RegistryError::CredentialsInUrl(words)) = refused else { panic!("not refused: {refused:?}") };
+        assert!(!words.contains("s3cret") && !words.contains("admin:"), "{words}");
+        assert!(
+            words.contains("Jolokia URL of node east-1") && words.contains("ARTEMIS_TRANSFER_CREDENTIALS__PROD__USER")
+        );
+        assert!(refuse_credentials_in_urls(&cluster_with("tcp://h:61616", "http://h:8161/console/jolokia")).is_ok());
+    }
 }

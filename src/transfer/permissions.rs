@@ -387,18 +387,34 @@ async fn may_administer(pool: &PgPool, by: &str, cluster: &str) -> Result<bool, 
     Ok(require_admin_or_bootstrap(pool, by, cluster).await?)
 }
 
-/// [`require_admin_or_bootstrap`] for an admin command, with a refusal audited under the command's own `action`
-/// and `target` (with `detail` and the refusal's words), as the command would have been: one rule and one audit
-/// row for the CLI and the HTTP API.
+/// Whether an admin command may bootstrap a fresh database (nobody holds `admin` on `*` yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Bootstrap {
+    /// The command line and the SQL path: whoever can reach the database sets the deployment up and makes the
+    /// first admin.
+    Allowed,
+    /// The HTTP API: a service's caller never gets more than a grant gives it, fresh database or not — otherwise
+    /// anyone holding a service token could change the deployment's settings before its first admin exists.
+    Refused,
+}
+
+/// [`require_admin_or_bootstrap`] for an admin command (with `bootstrap` saying whether a fresh database's
+/// bootstrap applies), with a refusal audited under the command's own `action` and `target` (with `detail` and the
+/// refusal's words), as the command would have been: one rule and one audit row for the CLI and the HTTP API.
 pub async fn require_admin_audited(
     pool: &PgPool,
     actor: &str,
     cluster: &str,
+    bootstrap: Bootstrap,
     action: &str,
     target: String,
     mut detail: serde_json::Value,
 ) -> Result<bool, PermissionError> {
-    let result = require_admin_or_bootstrap(pool, actor, cluster).await;
+    let result = match bootstrap {
+        Bootstrap::Allowed => require_admin_or_bootstrap(pool, actor, cluster).await,
+        Bootstrap::Refused => require(pool, actor, cluster, Permission::Admin).await.map(|_| false),
+    };
     if let Err(PermissionError::Missing(missing)) = &result {
         detail["error"] = json!(missing.to_string());
         let entry = AuditEntry {

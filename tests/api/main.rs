@@ -650,6 +650,19 @@ async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
     let (_, shown) = api.get("/api/v1/settings", "viewer").await;
     let batch = shown["settings"].as_array().unwrap().iter().find(|s| s["key"] == "batch_size").unwrap().clone();
     assert_eq!((batch["value"].clone(), batch["updated_by"].clone()), (json!(150), json!(OPERATOR)));
+
+    // A fresh database — nobody holds admin on '*' yet — is set up from the command line or the SQL path: through
+    // the API, a service's caller never gets more than a grant gives (the command line would bootstrap).
+    sqlx::query("DELETE FROM transfer_grant WHERE cluster = '*' AND permission = 'admin'")
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    let chain = json!({ "value": ["stolen.dmq"] });
+    let (status, answer) = api.call(Method::PUT, "/api/v1/settings/dmq_chain", Some("anyone"), Some(chain)).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::FORBIDDEN, "missing-grant"), "{answer}");
+    let chain: serde_json::Value =
+        sqlx::query_scalar("SELECT value FROM setting WHERE key = 'dmq_chain'").fetch_one(&world.pool).await.unwrap();
+    assert_eq!(chain, json!(["a.dmq", "b.dmq"]), "the refused change changed nothing");
     api.assert_no_secret();
 }
 
