@@ -136,6 +136,7 @@ pub const PROBLEMS: &[(&str, &str)] = &[
     ("operator-not-allowed-for-service", "The service may not act for this operator"),
     ("rate-limited", "Too many requests"),
     ("request-timeout", "Not answered in time"),
+    ("precondition-failed", "Changed since it was read"),
 ];
 
 /// The title of `slug`'s problem.
@@ -328,6 +329,9 @@ impl From<crate::jobs::Error> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-setting", e.to_string())
             }
             crate::jobs::Error::RunNotFound(_) => ApiError::not_found(e.to_string()),
+            crate::jobs::Error::SettingChanged { .. } => {
+                ApiError::new(StatusCode::PRECONDITION_FAILED, "precondition-failed", e.to_string())
+            }
             _ => ApiError::internal("the job engine", &e),
         }
     }

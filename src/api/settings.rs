@@ -3,6 +3,7 @@
 //! [`Bootstrap::Refused`]) — and is audited with the old and the new value.
 
 use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -10,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::auth::Caller;
 use super::error::{ApiError, Problem};
-use super::input::ApiJson;
+use super::input::{single_header, ApiJson};
 use super::ApiState;
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed};
@@ -96,12 +97,20 @@ fn as_words(value: &Value) -> Result<String, ApiError> {
     summary = "Change a setting",
     description = "Changes one setting (audited, validated against the whole set); answers the old and the new \
         value. Needs admin on *, on a fresh database too (its first admin comes from the command line or the SQL \
-        path).",
-    params(("key" = inline(SettingKey), Path, description = "The setting (SPEC §8)")),
+        path). With If-Match naming the setting's etag (from the list, or the last change's ETag), the change is \
+        made only if nobody changed the setting since: otherwise 412.",
+    params(
+        ("key" = inline(SettingKey), Path, description = "The setting (SPEC §8)"),
+        ("If-Match" = Option<String>, Header,
+            description = "The setting's etag as read (or *): change it only if it is still that value"),
+    ),
     request_body = SetBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "The old and the new value", body = Changed),
+        (status = 200, description = "The old and the new value", body = Changed,
+            headers(("ETag" = String, description = "The new value's tag, for the next change's If-Match"))),
+        (status = 412, description = "The setting changed since the tag in If-Match was read \
+            (precondition-failed)", body = Problem),
         (status = 400, description = "Not the call's JSON (invalid-request), a value of no setting's kind \
             (invalid-setting), or no X-Operator (no-operator)", body = Problem),
         (status = 403, description = "The operator lacks admin on * (missing-grant)", body = Problem),
@@ -112,8 +121,10 @@ pub async fn set(
     State(state): State<ApiState>,
     caller: Caller,
     Path(key): Path<String>,
+    headers: HeaderMap,
     ApiJson(b): ApiJson<SetBody>,
-) -> Result<Json<Changed>, ApiError> {
+) -> Result<([(HeaderName, HeaderValue); 1], Json<Changed>), ApiError> {
+    let if_match = if_match(&headers)?;
     let words = as_words(&b.value)?;
     let target = format!("setting {key}");
     permissions::require_admin_audited(
@@ -126,5 +137,16 @@ pub async fn set(
         json!({ "text": words }),
     )
     .await?;
-    Ok(Json(admin::set_setting(&state.pool, &Actor(caller.operator), &key, &words).await?))
+    let changed = admin::set_setting(&state.pool, &Actor(caller.operator), &key, &words, if_match.as_deref()).await?;
+    let etag = HeaderValue::from_str(&changed.etag).map_err(|e| ApiError::internal("the setting's tag", &e))?;
+    Ok(([(header::ETAG, etag)], Json(changed)))
+}
+
+/// The request's `If-Match`, sent once, as text.
+fn if_match(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = single_header(headers, header::IF_MATCH.as_str())? else { return Ok(None) };
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::bad_request("invalid-request", "If-Match must be visible ASCII: an etag, or *"))?;
+    Ok(Some(text.to_string()))
 }

@@ -81,7 +81,7 @@ pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError
             {
                 return Ok(code);
             }
-            let changed = admin::set_setting(pool, &actor, &key, &value).await?;
+            let changed = admin::set_setting(pool, &actor, &key, &value, None).await?;
             let line = if args.json { serde_json::to_string(&changed).unwrap_or_default() } else { describe(&changed) };
             writeln!(out, "{line}").map_err(CliError::Output)?;
         }
@@ -159,7 +159,14 @@ mod tests {
 
     #[test]
     fn a_change_reads_as_old_to_new() {
-        let changed = Changed { key: "batch_size".into(), old: None, new: json!(500), old_by: None, old_at: None };
+        let changed = Changed {
+            key: "batch_size".into(),
+            old: None,
+            new: json!(500),
+            old_by: None,
+            old_at: None,
+            etag: "\"t\"".into(),
+        };
         assert_eq!(describe(&changed), "batch_size: not set -> 500");
     }
 }

@@ -195,9 +195,15 @@ pub async fn prune(pool: &PgPool, actor: &Actor, older_than: Duration) -> Result
 
 /// Changes setting `key` to the value `text` says (read by the key's kind: `10m`, `64MiB`, `a,b`, `none`),
 /// if the settings stay valid; audited with the old and the new value, a refusal with its reason.
-pub async fn set_setting(pool: &PgPool, actor: &Actor, key: &str, text: &str) -> Result<Changed, Error> {
+pub async fn set_setting(
+    pool: &PgPool,
+    actor: &Actor,
+    key: &str,
+    text: &str,
+    if_match: Option<&str>,
+) -> Result<Changed, Error> {
     let result = match settings::parse_value(key, text) {
-        Ok(value) => settings::change(pool, key, value, &actor.0).await,
+        Ok(value) => settings::change(pool, key, value, &actor.0, if_match).await,
         Err(e) => Err(e),
     };
     let detail = match &result {
@@ -224,6 +230,7 @@ async fn audited<T>(
         }
         // A value or key refused; `*` is the whole set failing to load (the database is not migrated).
         Err(Error::Setting { key, .. }) if key != "*" => "refused",
+        Err(Error::SettingChanged { .. }) => "refused",
         Err(_) => "error",
     };
     if let Err(e) = &result {

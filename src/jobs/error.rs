@@ -64,6 +64,16 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// A change sent with a tag of the setting (`If-Match`) that no longer names it: it changed since it was read.
+    #[error("setting {key} was changed by {by} at {at} since it was read; read it again and decide")]
+    SettingChanged {
+        /// The setting's key.
+        key: String,
+        /// Who changed it last.
+        by: String,
+        /// When.
+        at: chrono::DateTime<chrono::Utc>,
+    },
     /// A row broke an invariant the schema should have enforced (a bug or a hand edit).
     #[error("inconsistent row: {0}")]
     Inconsistent(String),

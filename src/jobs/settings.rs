@@ -157,35 +157,56 @@ pub struct Changed {
     pub old_by: Option<String>,
     /// When the old value was set.
     pub old_at: Option<DateTime<Utc>>,
+    /// The new value's tag (also the answer's `ETag`): `If-Match` for the next change.
+    pub etag: String,
 }
 
 /// Changes one setting to `value`, changed by `by`, if the whole set is still valid with it. Callers audit it
 /// ([`crate::jobs::admin::set_setting`] does for operators).
-pub async fn change(pool: &PgPool, key: &str, value: serde_json::Value, by: &str) -> Result<Changed, Error> {
+pub async fn change(
+    pool: &PgPool,
+    key: &str,
+    value: serde_json::Value,
+    by: &str,
+    if_match: Option<&str>,
+) -> Result<Changed, Error> {
     kind_of(key)?;
     let mut tx = pool.begin().await.db("begin")?;
     let current = record::setting_lock(&mut *tx).await?;
     let old = current.iter().find(|row| row.key == key);
+    if let (Some(expected), Some(old)) = (if_match, old) {
+        if !tag_matches(expected, &old.etag) {
+            return Err(Error::SettingChanged { key: key.into(), by: old.updated_by.clone(), at: old.updated_at });
+        }
+    }
     let mut object: serde_json::Map<_, _> = current.iter().map(|row| (row.key.clone(), row.value.clone())).collect();
     object.insert(key.to_owned(), value.clone());
     let candidate: Settings = serde_json::from_value(serde_json::Value::Object(object))
         .map_err(|e| Error::Setting { key: key.into(), problem: format!("{value} does not fit: {e}") })?;
     candidate.validate()?;
-    record::setting_set(&mut *tx, key, &value, by).await?;
+    let now = record::setting_set(&mut *tx, key, &value, by).await?;
     let changed = Changed {
         key: key.to_owned(),
         old: old.map(|row| row.value.clone()),
         new: value,
         old_by: old.map(|row| row.updated_by.clone()),
         old_at: old.map(|row| row.updated_at),
+        etag: now.etag,
     };
     tx.commit().await.db("commit")?;
     Ok(changed)
 }
 
+/// Whether an `If-Match` value names `etag`: `*` (any current value), or a list of tags one of which is it. Weak
+/// tags (`W/"…"`) never match: If-Match compares strongly (RFC 9110 §13.1.1).
+fn tag_matches(if_match: &str, etag: &str) -> bool {
+    let if_match = if_match.trim();
+    if_match == "*" || if_match.split(',').map(str::trim).any(|tag| tag == etag)
+}
+
 /// Changes one setting (see [`change`]).
 pub async fn set(pool: &PgPool, key: &str, value: serde_json::Value, by: &str) -> Result<(), Error> {
-    change(pool, key, value, by).await.map(|_| ())
+    change(pool, key, value, by, None).await.map(|_| ())
 }
 
 /// How a setting's value is written, and what it holds.
@@ -310,6 +331,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn if_match_names_a_tag_strongly_or_any_value() {
+        let tag = "\"0a1b2c\"";
+        assert!(super::tag_matches(tag, tag));
+        assert!(super::tag_matches(" \"ffff\", \"0a1b2c\" ", tag));
+        assert!(super::tag_matches("*", tag));
+        assert!(!super::tag_matches("W/\"0a1b2c\"", tag), "a weak tag never matches");
+        assert!(!super::tag_matches("\"ffff\"", tag));
+    }
+
     use super::*;
 
     fn sample() -> Settings {

@@ -651,6 +651,34 @@ async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
     let batch = shown["settings"].as_array().unwrap().iter().find(|s| s["key"] == "batch_size").unwrap().clone();
     assert_eq!((batch["value"].clone(), batch["updated_by"].clone()), (json!(150), json!(OPERATOR)));
 
+    // A change made only if nobody changed the setting since it was read (If-Match with its etag): two consoles
+    // editing one setting do not overwrite each other blind.
+    let read = batch["etag"].as_str().expect("every setting has its etag").to_string();
+    let put = |value: i64, tag: &str| {
+        api.client
+            .put(format!("{}/api/v1/settings/batch_size", api.base))
+            .bearer_auth(TOKEN)
+            .header("X-Operator", OPERATOR)
+            .header("If-Match", tag)
+            .json(&json!({ "value": value }))
+            .send()
+    };
+    let first = put(120, &read).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let etag = first.headers()["etag"].to_str().unwrap().to_string();
+    let answer: Value = first.json().await.unwrap();
+    assert_eq!((answer["new"].clone(), answer["etag"].clone()), (json!(120), json!(etag)), "{answer}");
+    let stale = put(130, &read).await.unwrap();
+    assert_eq!(stale.status(), StatusCode::PRECONDITION_FAILED);
+    let answer: Value = stale.json().await.unwrap();
+    assert_eq!(slug(&answer), "precondition-failed", "{answer}");
+    assert!(answer["detail"].as_str().unwrap().contains(&format!("changed by {OPERATOR}")), "{answer}");
+    assert_eq!(put(130, &etag).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(put(140, "*").await.unwrap().status(), StatusCode::OK);
+    let (_, shown) = api.get("/api/v1/settings", "viewer").await;
+    let batch = shown["settings"].as_array().unwrap().iter().find(|s| s["key"] == "batch_size").unwrap().clone();
+    assert_eq!(batch["value"], json!(140), "the stale change changed nothing; the others did");
+
     // A fresh database — nobody holds admin on '*' yet — is set up from the command line or the SQL path: through
     // the API, a service's caller never gets more than a grant gives (the command line would bootstrap).
     sqlx::query("DELETE FROM transfer_grant WHERE cluster = '*' AND permission = 'admin'")

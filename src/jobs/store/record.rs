@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use sqlx::PgExecutor;
 
 use crate::jobs::error::{DbContext, Error};
@@ -127,15 +128,20 @@ pub async fn setting_seed(
 }
 
 /// `setting_set.sql`.
-pub async fn setting_set(db: impl PgExecutor<'_>, key: &str, value: &serde_json::Value, by: &str) -> Result<(), Error> {
-    sqlx::query(include_str!("../sql/setting_set.sql"))
+pub async fn setting_set(
+    db: impl PgExecutor<'_>,
+    key: &str,
+    value: &serde_json::Value,
+    by: &str,
+) -> Result<SettingRow, Error> {
+    let row: SettingRow = sqlx::query_as(include_str!("../sql/setting_set.sql"))
         .bind(key)
         .bind(value)
         .bind(by)
-        .execute(db)
+        .fetch_one(db)
         .await
         .db("setting_set")?;
-    Ok(())
+    Ok(row.tagged())
 }
 
 /// `setting_list.sql`: (key, value) pairs.
@@ -155,14 +161,38 @@ pub struct SettingRow {
     pub updated_at: DateTime<Utc>,
     /// Who changed it last.
     pub updated_by: String,
+    /// This value's tag, as an HTTP entity tag (quoted): a change sent with `If-Match` naming it is made only if
+    /// the setting has not changed since.
+    #[sqlx(skip)]
+    pub etag: String,
+}
+
+impl SettingRow {
+    /// The row with its [`SettingRow::etag`]: a digest of the key, the value, when and by whom it was set, so any
+    /// change — even back to an earlier value — gives another tag.
+    pub fn tagged(mut self) -> SettingRow {
+        let mut digest = Sha256::new();
+        for part in [self.key.as_str(), &self.value.to_string(), &self.updated_at.timestamp_micros().to_string()] {
+            digest.update(part.as_bytes());
+            digest.update([0]);
+        }
+        digest.update(self.updated_by.as_bytes());
+        let hex: String = digest.finalize()[..12].iter().map(|b| format!("{b:02x}")).collect();
+        self.etag = format!("\"{hex}\"");
+        self
+    }
 }
 
 /// `setting_rows.sql`: every setting, by key.
 pub async fn setting_rows(db: impl PgExecutor<'_>) -> Result<Vec<SettingRow>, Error> {
-    sqlx::query_as(include_str!("../sql/setting_rows.sql")).fetch_all(db).await.db("setting_rows")
+    let rows: Vec<SettingRow> =
+        sqlx::query_as(include_str!("../sql/setting_rows.sql")).fetch_all(db).await.db("setting_rows")?;
+    Ok(rows.into_iter().map(SettingRow::tagged).collect())
 }
 
 /// `setting_lock.sql`: every setting, by key, locked until the transaction ends.
 pub async fn setting_lock(db: impl PgExecutor<'_>) -> Result<Vec<SettingRow>, Error> {
-    sqlx::query_as(include_str!("../sql/setting_lock.sql")).fetch_all(db).await.db("setting_lock")
+    let rows: Vec<SettingRow> =
+        sqlx::query_as(include_str!("../sql/setting_lock.sql")).fetch_all(db).await.db("setting_lock")?;
+    Ok(rows.into_iter().map(SettingRow::tagged).collect())
 }
