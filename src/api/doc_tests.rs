@@ -32,6 +32,7 @@ pub(super) fn unreachable_state() -> ApiState {
         events_every: Duration::from_millis(50),
         limits: super::limit::Limits::new(RATE, RATE),
         request_timeout: Duration::from_secs(30),
+        metrics_cache: Default::default(),
         closing: Default::default(),
     }
 }

@@ -70,6 +70,8 @@ pub struct ApiState {
     pub limits: Arc<limit::Limits>,
     /// How long a request may take to be answered (event streams excepted).
     pub request_timeout: Duration,
+    /// The last rendering of `/metrics`, shared by the scrapes of a moment.
+    pub metrics_cache: ops::MetricsCache,
     /// Cancelled when the service begins to close: open event streams end at once (see [`serve`]).
     pub closing: tokio_util::sync::CancellationToken,
 }

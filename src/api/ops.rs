@@ -105,7 +105,30 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
             answered within the request timeout (request-timeout)", body = Problem),
     ))]
 pub async fn metrics(State(state): State<ApiState>, _scraper: Scraper) -> Result<Response, ApiError> {
-    let pool = &state.pool;
+    // One rendering at a time, and one per METRICS_FRESH_FOR: scrapes, however many and however often, cost the
+    // database a handful of queries a second at most.
+    let mut cached = state.metrics_cache.0.lock().await;
+    let fresh = cached.as_ref().filter(|(at, _)| at.elapsed() < METRICS_FRESH_FOR).map(|(_, text)| text.clone());
+    let text = match fresh {
+        Some(text) => text,
+        None => {
+            let text = render_metrics(&state.pool).await?;
+            *cached = Some((tokio::time::Instant::now(), text.clone()));
+            text
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
+}
+
+/// How long a rendering of `/metrics` answers scrapes: well under any scrape interval.
+const METRICS_FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The last rendering of `/metrics` and when it was made (see [`metrics`]).
+#[derive(Debug, Clone, Default)]
+pub struct MetricsCache(std::sync::Arc<tokio::sync::Mutex<Option<(tokio::time::Instant, String)>>>);
+
+/// The Prometheus text of the job engine's and the runs' counts now.
+async fn render_metrics(pool: &sqlx::PgPool) -> Result<String, ApiError> {
     let runs = metrics::metrics_runs_by_state(pool).await?;
     let jobs = metrics::metrics_jobs_by_state(pool).await?;
     let slots = metrics::metrics_slots_taken(pool).await?;
@@ -138,7 +161,7 @@ pub async fn metrics(State(state): State<ApiState>, _scraper: Scraper) -> Result
     }
     gauge(&mut out, "artemis_transfer_live_run_delivered_bytes", "Body bytes delivered by the runs not yet ended.");
     let _ = writeln!(out, "artemis_transfer_live_run_delivered_bytes {}", live.delivered_bytes);
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], out).into_response())
+    Ok(out)
 }
 
 fn gauge(out: &mut String, name: &str, help: &str) {

@@ -262,6 +262,7 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
         events_every: Duration::from_millis(config.api.events_poll_ms),
         limits: crate::api::limit::Limits::new(config.api.service_rate(), config.api.unidentified_rate()),
         request_timeout: Duration::from_millis(config.api.request_timeout_ms),
+        metrics_cache: Default::default(),
         closing,
     };
     let stop = worker::shutdown::terminate_signal();
