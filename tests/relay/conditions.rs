@@ -394,6 +394,17 @@ async fn a_target_deleted_mid_run_fails_the_run_and_loses_nothing() {
     let on_target = census_if_exists(west, &target).await;
     let in_staging = census(bed.node("east-1"), &staging_of(run)).await;
     let on_source = census(bed.node("east-1"), &source).await;
+    // The worker may have been paused between a batch's commit and its look after the commit: the batch then went
+    // with the queue and also stays in staging, unacknowledged (the look cannot tell "committed before the delete"
+    // from "lost by it"), and the words say so. Those ids, one batch at most, count once: in staging.
+    let mut deleted_with_the_queue = deleted_with_the_queue;
+    if error.contains("found just after a batch was committed") {
+        let kept: Vec<String> =
+            deleted_with_the_queue.keys().filter(|id| in_staging.contains_key(*id)).cloned().collect();
+        assert!(kept.len() <= 10, "more than one batch kept in staging and deleted with the queue: {kept:?}");
+        println!("target deleted right after a commit: {} messages kept in staging were in the queue too", kept.len());
+        deleted_with_the_queue.retain(|id, _| !kept.contains(id));
+    }
     assert_each_once_across(&ids, &[&deleted_with_the_queue, &on_target, &in_staging, &on_source]);
     assert!(!in_staging.is_empty() || !on_source.is_empty(), "the run had nothing left: the test shows nothing");
 

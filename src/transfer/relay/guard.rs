@@ -169,36 +169,49 @@ impl From<&artemis_core::QueueInfo> for QueueView {
 /// A deleted queue that was itself auto-created cannot be told from its auto-created successor; the messages then
 /// land on the successor (kept, not dropped), and the run carries on there.
 pub fn recheck_before_commit(queue: &str, before: &QueueView, after: Option<&QueueView>) -> Result<(), String> {
+    match change_of(before, after) {
+        None => Ok(()),
+        Some(change) => Err(format!("the target queue {queue} {change}: the batch being sent was not committed")),
+    }
+}
+
+/// The same look just **after** the target commit. A change found there came between the look before the commit
+/// and this one — before the commit reached the broker, or after. A send is routed to the queue when it is sent, and
+/// a commit adds it to that queue even if it was deleted meanwhile (it is then lost with it) or disabled (dropped),
+/// and the commit still succeeds: so the batch is not acknowledged, it stays in staging and nothing is lost; but if
+/// the change came after the commit, its messages were in the queue too, and went with it. `Err` says so.
+pub fn recheck_after_commit(queue: &str, before: &QueueView, after: Option<&QueueView>) -> Result<(), String> {
+    match change_of(before, after) {
+        None => Ok(()),
+        Some(change) => Err(format!(
+            "the target queue {queue} {change}, found just after a batch was committed to it: the broker may have \
+             lost or dropped that batch, so it was not acknowledged and stays in staging (nothing is lost) — but if \
+             the change came after the commit, its messages were in the queue as well, and went with it"
+        )),
+    }
+}
+
+/// What changed in the target queue between `before` and `after` that would lose a batch, in words; `None`: nothing.
+fn change_of(before: &QueueView, after: Option<&QueueView>) -> Option<String> {
     let Some(after) = after else {
-        return Err(format!(
-            "the target queue {queue} was deleted while a batch was being sent: nothing of that batch was committed"
-        ));
+        return Some("was deleted while a batch was being sent".into());
     };
     if after.auto_created && !before.auto_created {
-        return Err(format!(
-            "the target queue {queue} was deleted while a batch was being sent (the broker re-created it by \
-             auto-create): nothing of that batch was committed"
-        ));
+        return Some("was deleted while a batch was being sent (the broker re-created it by auto-create)".into());
     }
     if after.enabled == Some(false) {
-        return Err(format!(
-            "the target queue {queue} was disabled: the broker drops what is sent to it, so the batch being sent \
-             was not committed"
-        ));
+        return Some("was disabled: the broker drops what is sent to it".into());
     }
     if after.filter.as_deref().is_some_and(|f| !f.is_empty()) && after.filter != before.filter {
-        return Err(format!(
-            "the target queue {queue} now has a filter ({}): messages it does not match would be dropped, so the \
-             batch being sent was not committed",
+        return Some(format!(
+            "now has a filter ({}): messages it does not match would be dropped",
             after.filter.as_deref().unwrap_or_default()
         ));
     }
     if after.purge_on_no_consumers && !before.purge_on_no_consumers {
-        return Err(format!(
-            "the target queue {queue} now purges when it has no consumer: the batch being sent was not committed"
-        ));
+        return Some("now purges when it has no consumer".into());
     }
-    Ok(())
+    None
 }
 
 #[cfg(test)]

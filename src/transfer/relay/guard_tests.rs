@@ -259,6 +259,10 @@ fn a_target_changed_while_a_batch_was_sent_gets_no_commit() {
         recheck_before_commit("q", &plain, Some(&QueueView { filter: Some(String::new()), ..plain.clone() })),
         Ok(())
     );
+    // Found after the commit: the same changes, and words that do not claim nothing was committed.
+    assert_eq!(recheck_after_commit("q", &plain, Some(&plain)), Ok(()));
+    let after = recheck_after_commit("q", &plain, None).unwrap_err();
+    assert!(after.contains("deleted") && after.contains("stays in staging") && !after.contains("not committed"));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use artemis_core::{CoreMessage, MessageHeaders};
 
 use super::dmq;
 use super::fault;
-use super::guard::{recheck_before_commit, QueueView};
+use super::guard::{recheck_after_commit, recheck_before_commit, QueueView};
 use super::receive::Received;
 use super::state::{BatchCount, TransferRun};
 use super::Code;
@@ -154,6 +154,15 @@ impl<'a> TargetWatch<'a> {
         recheck_before_commit(&self.display, &self.before, after.map(|q| QueueView::from(&q)).as_ref())
             .map_err(|words| SendFailure::Refused { words, one_by_one })
     }
+
+    /// The look again once the commit is done: a change between the last look and the commit is only seen here,
+    /// and the broker commits into a queue deleted or disabled meanwhile without a word ([`recheck_after_commit`]).
+    /// A refusal here keeps the batch unacknowledged in staging.
+    async fn check_committed(&self, one_by_one: bool) -> Result<(), SendFailure> {
+        let after = self.conn.queue_query(&self.queue).await.map_err(SendFailure::Other)?;
+        recheck_after_commit(&self.display, &self.before, after.map(|q| QueueView::from(&q)).as_ref())
+            .map_err(|words| SendFailure::Refused { words, one_by_one })
+    }
 }
 
 /// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still
@@ -262,7 +271,8 @@ impl Target<'_> {
                 send_target(self.producer, r, headers).await.map_err(SendFailure::Other)?;
             }
             self.watch.check(false).await?;
-            self.session.commit().await.map_err(SendFailure::Other)
+            self.session.commit().await.map_err(SendFailure::Other)?;
+            self.watch.check_committed(false).await
         };
         match all.await {
             Ok(()) => Ok(true),
@@ -298,7 +308,8 @@ impl Target<'_> {
             let single = async {
                 send_target(self.producer, r, headers).await.map_err(|e| (SendFailure::Other(e), false))?;
                 self.watch.check(true).await.map_err(|f| (f, false))?;
-                self.session.commit().await.map_err(|e| (SendFailure::Other(e), true))
+                self.session.commit().await.map_err(|e| (SendFailure::Other(e), true))?;
+                self.watch.check_committed(true).await.map_err(|f| (f, false))
             };
             let failure = match single.await {
                 Ok(()) => return Ok(Alone::Committed),
