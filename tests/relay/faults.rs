@@ -398,13 +398,19 @@ async fn random_kill9_of_workers_during_a_50000_message_move() {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         assert!(started.elapsed() < Duration::from_secs(600), "the move did not finish within 10 minutes");
-        let victim = alive.remove((Uuid::new_v4().as_u128() % alive.len() as u128) as usize);
         let holder: Option<String> =
             sqlx::query_scalar("SELECT lease_owner FROM job WHERE run_id = $1 AND state = 'running'")
                 .bind(run)
                 .fetch_optional(&world.pool)
                 .await
                 .unwrap();
+        // Every other kill strikes the lease holder when a job is running: a victim drawn at random among three
+        // missed the holder at all eleven kills of one CI run (about 1 in 60), and the test proved no takeover.
+        let holder_at = holder.as_deref().and_then(|name| alive.iter().position(|&i| world.workers[i].name == name));
+        let victim = match holder_at {
+            Some(at) if kills % 2 == 0 => alive.remove(at),
+            _ => alive.remove((Uuid::new_v4().as_u128() % alive.len() as u128) as usize),
+        };
         if holder.as_deref() == Some(world.workers[victim].name.as_str()) {
             holder_kills += 1;
         }
