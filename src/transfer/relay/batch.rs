@@ -33,10 +33,11 @@ use serde_json::json;
 
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::queues::target_facts;
-use super::receive::{receive_batch, Limits, Received};
+use super::receive::{receive_batch, Limits, Received, Taken};
+use super::record::write_batch;
 use super::refill::{id_chunk, refill, settle_refill_intent, whole_queue_left};
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
-use super::send::{batch_count, full_words, outbound_batch, send_batch_proving, Route, SendFailure, Sent, TargetWatch};
+use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
 use super::spool::Spool;
 use super::staged::{check_staging_consumers, list_staging, staging_depth, HELD_ELSEWHERE_RETRY};
 use super::state::{self, BatchCount, TransferRun};
@@ -49,7 +50,6 @@ use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::lease::Committed;
 use crate::jobs::settings::Settings;
-use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
@@ -90,7 +90,7 @@ pub async fn relay(
     let landed = go_on!(b.send(&mut source, &target_session, &watch, &taken, &settled, &route).await);
     b.mark_poison(&taken, &landed).await?;
     b.acknowledge(&mut source, &taken, &landed).await?;
-    let count = batch_count(&taken.received, taken.bytes, &landed.sent, landed.missing_original);
+    let count = landed.count(&taken);
     let dead = b.dead_letter(&mut source, taken.received, landed.sent.poison, &route).await?;
     let committed = go_on!(b.record(&source.conn, settled, &taken.ids, count, dead).await);
     drop(watch);
@@ -144,22 +144,6 @@ struct Settled {
     reconciled: i64,
     /// In-doubt ids still in staging: this batch sends them again.
     still_in_doubt: Vec<i64>,
-}
-
-/// A batch taken from staging.
-struct Taken {
-    received: Vec<Received>,
-    /// Their body bytes.
-    bytes: u64,
-    /// Their staging ids, in order.
-    ids: Vec<i64>,
-}
-
-/// What the target holds of a batch after its commit.
-struct Landed {
-    sent: Sent,
-    /// Messages that lacked their original source id.
-    missing_original: i64,
 }
 
 impl<'a> Batch<'a> {
@@ -364,8 +348,7 @@ impl<'a> Batch<'a> {
         let (received, bytes) = receive_batch(&mut consumer, self.spool, self.config, limits, None).await?;
         source.consumer = Some(consumer);
         self.laps.lap("receive");
-        let ids = received.iter().map(|r| r.delivery.message_id()).collect();
-        Ok(Taken { received, bytes, ids })
+        Ok(Taken::new(received, bytes))
     }
 
     /// A receive that got nothing: either staging's messages are held by a consumer that is gone (wait), or the
@@ -403,12 +386,11 @@ impl<'a> Batch<'a> {
     ) -> Step {
         let new_ids: Vec<i64> = taken.ids.iter().copied().filter(|id| !settled.still_in_doubt.contains(id)).collect();
         let mut tx = self.ctx.lease.begin().await?;
-        let key = window::key(&self.run.plan.target);
-        let cache = facts.duplicate_cache_size();
-        let room = window::reserve(tx.conn(), self.run.id, &key, cache, new_ids.len() as i64).await?;
-        let started = facts.node.as_ref().and_then(|n| n.broker.started_millis());
+        let (cache, started) =
+            (facts.duplicate_cache_size(), facts.node.as_ref().and_then(|n| n.broker.started_millis()));
         let resending = !settled.still_in_doubt.is_empty();
-        if let Err(held) = room.apply(&mut self.run.relay, key, started, resending) {
+        let admitted = window::admit(tx.conn(), &mut self.run, cache, started, new_ids.len() as i64, resending).await?;
+        if let Err(held) = admitted {
             drop(tx);
             source.give_back().await;
             return Ok(ControlFlow::Break(hold_back(self.ctx, &mut self.run, &self.settings, held).await?));
@@ -435,14 +417,13 @@ impl<'a> Batch<'a> {
         settled: &Settled,
         route: &Route,
     ) -> Step<Landed> {
-        let (prepared, missing_original) = outbound_batch(&taken.received, &route.target, &route.origin, Mode::Move);
         let accepted_before = self.run.counters.delivered > 0;
         let attempts = self.settings.target_attempts;
-        match send_batch_proving(target_session, watch, &taken.received, &prepared, attempts, accepted_before).await {
-            Ok(sent) => {
+        match send_taken(target_session, watch, taken, route, Mode::Move, attempts, accepted_before).await {
+            Ok(landed) => {
                 fault::reach("target-commit");
                 self.laps.lap("target-send+commit");
-                Ok(ControlFlow::Continue(Landed { sent, missing_original }))
+                Ok(ControlFlow::Continue(landed))
             }
             Err(SendFailure::Refused { words, one_by_one }) => {
                 // Rolled back on the target: the batch is in staging only (in one-by-one mode the messages before
@@ -541,18 +522,8 @@ impl<'a> Batch<'a> {
         let remaining = staging_depth(conn, &self.staging_queue).await?;
         let next = self.next_job(remaining, count.delivered);
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
-        state::set_active_state(tx.conn(), self.run.id, RunState::Running).await?;
-        if count.one_by_one {
-            let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
-            state::event(tx.conn(), self.run.id, "one_by_one", event).await?;
-        }
-        for settled in &dead.dead {
-            state::event(tx.conn(), self.run.id, "dead_lettered", settled.event(Mode::Move)).await?;
-        }
-        if let Some(reason) = dead.stop {
+        if let Some(reason) = write_batch(tx.conn(), &self.run, &count, &dead).await? {
             // A poison message no DMQ accepted is back in staging: what the batch did is recorded, and the run stops.
-            state::event(tx.conn(), self.run.id, "dead_letter_refused", json!({ "why": reason })).await?;
             tx.commit_progress().await?;
             return Ok(ControlFlow::Break(Outcome::Stop { reason }));
         }

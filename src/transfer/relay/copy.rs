@@ -35,10 +35,11 @@ use super::dmq;
 use super::finish::{another_pass, end_run, end_words, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize};
 use super::queues::target_facts;
-use super::receive::Received;
+use super::receive::{Received, Taken};
+use super::record::write_batch;
 use super::refill::whole_queue_left;
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
-use super::send::{batch_count, full_words, outbound_batch, send_batch_proving, Route, SendFailure, Sent, TargetWatch};
+use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
 use super::state::{self, BatchCount, JobAttempt, TransferRun};
 use super::window::{self, Resend};
 use super::Code;
@@ -48,7 +49,6 @@ use crate::broker::jolokia::BrokerState;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::Settings;
-use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
@@ -158,13 +158,6 @@ struct Batched {
     last: bool,
 }
 
-/// A batch browsed from the source.
-struct Browsed {
-    received: Vec<Received>,
-    bytes: u64,
-    ids: Vec<i64>,
-}
-
 impl<'a> Slice<'a> {
     /// The source's browser with the frozen filter (a browse consumes nothing).
     async fn open(
@@ -248,13 +241,13 @@ impl<'a> Slice<'a> {
             return Ok(ControlFlow::Break(outcome));
         }
         let route = Route::of(&self.run, &facts);
-        let (sent, missing_original) = match self.send(&target, &browsed, &route, &settings).await? {
-            ControlFlow::Continue(sent) => sent,
+        let landed = match self.send(&target, &browsed, &route, &settings).await? {
+            ControlFlow::Continue(landed) => landed,
             ControlFlow::Break(outcome) => return Ok(ControlFlow::Break(outcome)),
         };
-        let mut count = batch_count(&browsed.received, browsed.bytes, &sent, missing_original);
-        let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
-        let dead = self.dead_letter(&browsed, sent.poison, &route, &settings).await?;
+        let mut count = landed.count(&browsed);
+        let poisoned = landed.poisoned();
+        let dead = self.dead_letter(&browsed, landed.sent.poison, &route, &settings).await?;
         count.dead_lettered = dead.dead.len() as i64;
         let recorded = self.record(&browsed, &poisoned, count, dead).await?;
         Ok(recorded.map_continue(|()| Batched {
@@ -266,7 +259,7 @@ impl<'a> Slice<'a> {
     }
 
     /// Up to `batch_size` selected messages the ledger does not hold, large bodies to the spool.
-    async fn browse(&mut self, batch_size: usize, settings: &Settings) -> Result<Browsed, RelayError> {
+    async fn browse(&mut self, batch_size: usize, settings: &Settings) -> Result<Taken, RelayError> {
         self.h.spool.check_free(settings.batch_bytes)?;
         let mut received: Vec<Received> = Vec::new();
         let mut bytes = 0u64;
@@ -298,15 +291,14 @@ impl<'a> Slice<'a> {
                 break;
             }
         }
-        let ids = received.iter().map(|r| r.delivery.message_id()).collect();
-        Ok(Browsed { received, bytes, ids })
+        Ok(Taken::new(received, bytes))
     }
 
     /// Recorded in doubt, fenced, before it is sent, and counted into the target address's duplicate-id window: a
     /// crash after the target commit re-browses and re-sends these ids, and other runs must leave them in the
     /// target's cache until then (window.rs). Ids already in doubt keep where they began, and are sent again only
     /// where the target's cache still holds what landed of them.
-    async fn mark_in_doubt(&mut self, browsed: &Browsed, facts: &EndFacts, settings: &Settings) -> Step {
+    async fn mark_in_doubt(&mut self, browsed: &Taken, facts: &EndFacts, settings: &Settings) -> Step {
         let target_broker = facts.node.as_ref().map(|n| &n.broker);
         let run = &mut self.run;
         if browsed.ids.iter().any(|id| run.relay.in_doubt.contains(id)) {
@@ -325,10 +317,8 @@ impl<'a> Slice<'a> {
         let carried = !run.relay.in_doubt.is_empty();
         let new_ids: Vec<i64> = browsed.ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(id)).collect();
         let mut tx = self.ctx.lease.begin().await?;
-        let key = window::key(&run.plan.target);
-        let room = window::reserve(tx.conn(), run.id, &key, facts.duplicate_cache_size(), new_ids.len() as i64).await?;
-        let started = target_broker.and_then(BrokerState::started_millis);
-        if let Err(held) = room.apply(&mut run.relay, key, started, carried) {
+        let (cache, started) = (facts.duplicate_cache_size(), target_broker.and_then(BrokerState::started_millis));
+        if let Err(held) = window::admit(tx.conn(), run, cache, started, new_ids.len() as i64, carried).await? {
             drop(tx);
             return Ok(ControlFlow::Break(hold_back(self.ctx, run, settings, held).await?));
         }
@@ -340,13 +330,7 @@ impl<'a> Slice<'a> {
 
     /// Sent in one target transaction (one by one after a duplicate), checked before its commit. Returns what
     /// landed and how many lacked their original id.
-    async fn send(
-        &mut self,
-        target: &NodeAccess,
-        browsed: &Browsed,
-        route: &Route,
-        settings: &Settings,
-    ) -> Step<(Sent, i64)> {
+    async fn send(&mut self, target: &NodeAccess, browsed: &Taken, route: &Route, settings: &Settings) -> Step<Landed> {
         if self.target_conn.is_none() {
             self.target_conn = Some(self.h.links.take(target, self.config.connection_ttl).await?);
         }
@@ -358,13 +342,11 @@ impl<'a> Slice<'a> {
         };
         let watch = TargetWatch::start(conn, &self.run.plan.target.queue, &self.run.plan.target.display()).await?;
         let target_session = conn.create_session(SessionOptions::transacted()).await?;
-        let (prepared, missing_original) = outbound_batch(&browsed.received, &route.target, &route.origin, Mode::Copy);
         let accepted_before = self.run.counters.delivered > 0;
         let attempts = settings.target_attempts;
-        let sent =
-            send_batch_proving(&target_session, &watch, &browsed.received, &prepared, attempts, accepted_before).await;
-        let sent = match sent {
-            Ok(sent) => sent,
+        let sent = send_taken(&target_session, &watch, browsed, route, Mode::Copy, attempts, accepted_before).await;
+        let landed = match sent {
+            Ok(landed) => landed,
             Err(SendFailure::Refused { words, .. }) => return Err(RelayError::refused(Code::TargetChanged, words)),
             Err(SendFailure::Full(e)) => {
                 // Whatever one-by-one mode committed before the refusal is re-browsed later and dropped by the
@@ -382,7 +364,7 @@ impl<'a> Slice<'a> {
             // A session the broker did not confirm closing: that connection is not reused.
             self.target_conn = None;
         }
-        Ok(ControlFlow::Continue((sent, missing_original)))
+        Ok(ControlFlow::Continue(landed))
     }
 
     /// Proven poison to a dead message queue on the source broker (SPEC §4.4): sent there, then recorded in the
@@ -390,7 +372,7 @@ impl<'a> Slice<'a> {
     /// its duplicate id: recorded then (see dmq.rs).
     async fn dead_letter(
         &mut self,
-        browsed: &Browsed,
+        browsed: &Taken,
         poison: Vec<dmq::Poison>,
         route: &Route,
         settings: &Settings,
@@ -410,7 +392,7 @@ impl<'a> Slice<'a> {
     /// message found no DMQ, or when a stop was asked for (this batch re-sent what was in doubt).
     async fn record(
         &mut self,
-        browsed: &Browsed,
+        browsed: &Taken,
         poisoned: &HashSet<usize>,
         count: BatchCount,
         dead: dmq::Outcome,
@@ -430,18 +412,8 @@ impl<'a> Slice<'a> {
         run.relay.progressed_in = Some(JobAttempt::of(&self.ctx.job));
         let mut tx = self.ctx.lease.begin().await?;
         ledger_store::ledger_add(tx.conn(), run.id, &ledger).await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        state::set_active_state(tx.conn(), run.id, RunState::Running).await?;
-        if count.one_by_one {
-            let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
-            state::event(tx.conn(), run.id, "one_by_one", event).await?;
-        }
-        for settled in &dead.dead {
-            state::event(tx.conn(), run.id, "dead_lettered", settled.event(Mode::Copy)).await?;
-        }
-        if let Some(reason) = dead.stop {
+        if let Some(reason) = write_batch(tx.conn(), run, &count, &dead).await? {
             // The message no DMQ accepted is neither copied nor in the ledger: a resume tries it again.
-            state::event(tx.conn(), run.id, "dead_letter_refused", json!({ "why": reason })).await?;
             tx.commit_progress().await?;
             return Ok(ControlFlow::Break(Outcome::Stop { reason }));
         }

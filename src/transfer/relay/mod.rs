@@ -46,6 +46,7 @@ pub mod local;
 pub mod prepare;
 pub mod queues;
 pub mod receive;
+pub mod record;
 pub mod refill;
 pub mod run;
 pub mod send;

@@ -39,6 +39,25 @@ impl Received {
     }
 }
 
+/// A batch taken from the source — received from staging (a move) or browsed (a copy): its messages, their body
+/// bytes, and their ids on the source side in order. It is the batch's own record: the source is acknowledged (or
+/// the ledger written) from it alone, whatever else is in flight.
+pub(crate) struct Taken {
+    pub(crate) received: Vec<Received>,
+    /// Their body bytes.
+    pub(crate) bytes: u64,
+    /// Their ids on the source side (staging ids, or the source queue's for a copy), in order.
+    pub(crate) ids: Vec<i64>,
+}
+
+impl Taken {
+    /// The batch of `received` messages holding `bytes` body bytes.
+    pub(crate) fn new(received: Vec<Received>, bytes: u64) -> Taken {
+        let ids = received.iter().map(|r| r.delivery.message_id()).collect();
+        Taken { received, bytes, ids }
+    }
+}
+
 /// How much one batch may take.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {

@@ -10,7 +10,7 @@ use artemis_core::{CoreMessage, MessageHeaders};
 use super::dmq;
 use super::fault;
 use super::guard::{recheck_after_commit, recheck_before_commit, QueueView};
-use super::receive::Received;
+use super::receive::{Received, Taken};
 use super::state::{BatchCount, TransferRun};
 use super::Code;
 use super::RelayError;
@@ -55,19 +55,52 @@ impl Route {
     }
 }
 
-/// What a batch whose target commit is done adds to the counters, its proven poison left out (the DMQ step
-/// counts what a dead message queue took).
-pub(crate) fn batch_count(received: &[Received], bytes: u64, sent: &Sent, missing_original: i64) -> BatchCount {
-    let poisoned: HashSet<usize> = sent.poison.iter().map(|p| p.index).collect();
-    let poison_bytes: u64 = poisoned.iter().map(|&i| received[i].body_len()).sum();
-    BatchCount {
-        delivered: (received.len() - poisoned.len()) as i64,
-        delivered_bytes: bytes.saturating_sub(poison_bytes) as i64,
-        dead_lettered: 0,
-        already_on_target: sent.already,
-        one_by_one: sent.one_by_one,
-        original_id_missing: missing_original,
+/// What the target holds of a batch after its commit.
+pub(crate) struct Landed {
+    pub(crate) sent: Sent,
+    /// Messages that lacked their original source id.
+    pub(crate) missing_original: i64,
+}
+
+impl Landed {
+    /// The indexes in the batch of its proven poison.
+    pub(crate) fn poisoned(&self) -> HashSet<usize> {
+        self.sent.poison.iter().map(|p| p.index).collect()
     }
+
+    /// What the batch `taken` adds to the run's counters: what landed, its proven poison left out — poison bytes
+    /// by [`Received::body_len`], so a spooled large poison body is not counted as 0 bytes. What a dead message
+    /// queue took is counted by the dead-letter step.
+    pub(crate) fn count(&self, taken: &Taken) -> BatchCount {
+        let poisoned = self.poisoned();
+        let poison_bytes: u64 = poisoned.iter().map(|&i| taken.received[i].body_len()).sum();
+        BatchCount {
+            delivered: (taken.received.len() - poisoned.len()) as i64,
+            delivered_bytes: taken.bytes.saturating_sub(poison_bytes) as i64,
+            dead_lettered: 0,
+            already_on_target: self.sent.already,
+            one_by_one: self.sent.one_by_one,
+            original_id_missing: self.missing_original,
+        }
+    }
+}
+
+/// The target side of a relayed batch, the same for a move and a copy: `taken` sent to the target in one
+/// transaction, each message with its outbound headers (`mode` says which), and committed — poison proven one
+/// message per transaction ([`send_batch_proving`]).
+pub(crate) async fn send_taken(
+    target_session: &artemis_core::Session,
+    watch: &TargetWatch<'_>,
+    taken: &Taken,
+    route: &Route,
+    mode: Mode,
+    target_attempts: u32,
+    accepted_before: bool,
+) -> Result<Landed, SendFailure> {
+    let (prepared, missing_original) = outbound_batch(&taken.received, &route.target, &route.origin, mode);
+    let sent =
+        send_batch_proving(target_session, watch, &taken.received, &prepared, target_attempts, accepted_before).await?;
+    Ok(Landed { sent, missing_original })
 }
 
 /// The outbound headers of a received batch, and how many lacked their original source id.

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::state::RelayState;
+use super::state::{RelayState, TransferRun};
 use crate::broker::jolokia::BrokerState;
 use crate::transfer::outbound::duplicate_id;
 use crate::transfer::plan::QueueRef;
@@ -222,6 +222,23 @@ pub async fn reserve(
     }
     window_store::window_advance(&mut *conn, target, new_ids).await?;
     Ok(Room::Open { start: sent })
+}
+
+/// Counts a batch of `new_ids` ids the run is about to send into the duplicate-id window of its target address,
+/// inside the fenced transaction that marks them in doubt, and applies the answer to the run's cursor
+/// ([`Room::apply`]; `carries_in_doubt`: the batch sends ids already in doubt again). `Err(room)`: hold the batch
+/// back. The one admission of a batch for a move and a copy.
+pub async fn admit(
+    conn: &mut PgConnection,
+    run: &mut TransferRun,
+    cache: Option<i64>,
+    target_started: Option<i64>,
+    new_ids: i64,
+    carries_in_doubt: bool,
+) -> Result<Result<(), Room>, sqlx::Error> {
+    let target = key(&run.plan.target);
+    let room = reserve(conn, run.id, &target, cache, new_ids).await?;
+    Ok(room.apply(&mut run.relay, target, target_started, carries_in_doubt))
 }
 
 #[cfg(test)]
