@@ -8,7 +8,8 @@
 //! - `claim`: claims, slots, leases, fencing, retries and snoozes, step by step through the library.
 //! - `single_flight`: 100 runs × 100 jobs over several worker processes: single-flight, the cap, exactly once.
 //! - `pacing`: paced runs reach their rate.
-//! - `crash`: kill -9 mid-job, a zombie's late commit, backoff across a restart, graceful SIGTERM.
+//! - `crash`: kill -9 mid-job, a zombie's late commit, backoff across a restart, graceful SIGTERM, a stalled
+//!   handler stopped at its deadline.
 //! - `restart`: Postgres restarted under load (a private cluster: the shared one is never restarted).
 //! - `admin`: each admin command on a live system, and its audit row.
 //! - `permit`: the per-node token bucket SQL function.
