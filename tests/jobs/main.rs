@@ -4,7 +4,8 @@
 //! to (`support::log`), not by the engine's own tables.
 //!
 //! - `schema`: the constraints that make bad states impossible.
-//! - `functions`: the database runs exactly the SQL functions of `sql/functions/`, applied again or at once alike.
+//! - `functions`: the database runs exactly the SQL functions of `sql/functions/`, applied again or at once alike, and
+//!   their digest recorded for `/ready`.
 //! - `claim`: claims, slots, leases, fencing, retries and snoozes, step by step through the library.
 //! - `single_flight`: 100 runs × 100 jobs over several worker processes: single-flight, the cap, exactly once.
 //! - `pacing`: paced runs reach their rate.
