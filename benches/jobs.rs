@@ -109,6 +109,7 @@ async fn measure(concurrency: usize, jobs_per_run: i64) -> Result<Report> {
         executor: ExecutorConfig {
             lease: Duration::from_secs(30),
             heartbeat: Duration::from_secs(10),
+            deadline: Duration::from_secs(1800),
             retry: RetryPolicy::default(),
         },
         shutdown_timeout: Duration::from_secs(30),

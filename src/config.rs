@@ -110,6 +110,9 @@ pub struct WorkerConfig {
     pub lease_secs: f64,
     /// Lease renewal period.
     pub heartbeat_secs: f64,
+    /// How long one job may run before the executor stops it and retries it (a stalled handler would
+    /// otherwise keep its lease by heartbeating forever).
+    pub job_deadline_secs: f64,
     /// Poll fallback.
     pub poll_interval_ms: u64,
     /// Pause after a claim that lost a race.
@@ -272,6 +275,15 @@ impl Config {
                 "worker.heartbeat_secs must be above 0 and below worker.lease_secs".into(),
             ));
         }
+        let deadline_fits = Duration::try_from_secs_f64(w.job_deadline_secs).is_ok();
+        if !deadline_fits || w.job_deadline_secs <= w.lease_secs {
+            return Err(ConfigError::Invalid(format!(
+                "worker.job_deadline_secs ({}) must be a number of seconds above worker.lease_secs ({}): the deadline \
+                 stops a job whose handler stalled while its worker lives on, and must give every job longer than \
+                 one lease",
+                w.job_deadline_secs, w.lease_secs
+            )));
+        }
         self.api.validate()?;
         if self.retry.max_attempts < 1 {
             return Err(ConfigError::Invalid("retry.max_attempts must be at least 1".into()));
@@ -313,6 +325,7 @@ impl Config {
         ExecutorConfig {
             lease: Duration::from_secs_f64(self.worker.lease_secs),
             heartbeat: Duration::from_secs_f64(self.worker.heartbeat_secs),
+            deadline: Duration::from_secs_f64(self.worker.job_deadline_secs),
             retry: self.retry_policy(),
         }
     }
@@ -408,6 +421,30 @@ mod tests {
     fn heartbeat_must_be_shorter_than_the_lease() {
         let err = Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__HEARTBEAT_SECS", "30")])).unwrap_err();
         assert!(matches!(err, ConfigError::Invalid(_)), "{err:?}");
+    }
+
+    #[test]
+    fn the_job_deadline_defaults_to_half_an_hour_and_must_outlast_the_lease() {
+        let config = Config::from_sources(None, env(&[])).unwrap();
+        assert_eq!(config.executor().deadline, Duration::from_secs(1800));
+        let config = Config::from_sources(
+            None,
+            env(&[
+                ("ARTEMIS_TRANSFER__WORKER__LEASE_SECS", "2"),
+                ("ARTEMIS_TRANSFER__WORKER__HEARTBEAT_SECS", "0.5"),
+                ("ARTEMIS_TRANSFER__WORKER__JOB_DEADLINE_SECS", "3"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.executor().deadline, Duration::from_secs(3));
+        for deadline in ["30", "10", "-1", "nan", "inf", "1e300"] {
+            let err = Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__JOB_DEADLINE_SECS", deadline)]))
+                .unwrap_err();
+            match err {
+                ConfigError::Invalid(words) => assert!(words.contains("worker.job_deadline_secs"), "{words}"),
+                other => panic!("a deadline of {deadline} s with the default 30 s lease: {other:?}"),
+            }
+        }
     }
 
     #[test]

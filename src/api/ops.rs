@@ -50,9 +50,11 @@ pub struct Readiness {
     pub why: Option<String>,
 }
 
-/// `GET /ready`: 200 when the database answers and holds this build's schema; 503 with the reason otherwise.
+/// `GET /ready`: 200 when the database answers and holds this build's schema and SQL functions; 503 with the
+/// reason otherwise.
 #[utoipa::path(get, path = "/ready", operation_id = "ready", tags = ["ops"], summary = "Readiness",
-    description = "The database answers and holds this build's schema.",
+    description = "The database answers and holds this build's schema and SQL functions (those a `migrate` of \
+        this build applies).",
     responses(
         (status = 200, description = "Ready, with the schema's version", body = Readiness),
         (status = 503, description = "Not ready, with the reason in `why`; or (a problem document) not answered \
@@ -62,29 +64,65 @@ pub struct Readiness {
         )),
     ))]
 pub async fn ready(State(state): State<ApiState>) -> Response {
-    let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    let applied = crate::jobs::store::schema::schema_version(&state.pool).await;
-    let not_ready = |why: String| {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(Readiness { status: "not ready", schema: None, why: Some(why) }))
-    };
-    match applied {
-        Ok(Some(v)) if v == newest => {
-            (StatusCode::OK, Json(Readiness { status: "ready", schema: Some(v), why: None })).into_response()
+    let checked = async {
+        let version = current_schema(&state.pool).await?;
+        current_functions(&state.pool).await?;
+        Ok::<_, String>(version)
+    }
+    .await;
+    match checked {
+        Ok(version) => {
+            (StatusCode::OK, Json(Readiness { status: "ready", schema: Some(version), why: None })).into_response()
         }
-        Ok(Some(v)) if v > newest => not_ready(format!(
-            "the database's schema ({v}) is newer than this build's ({newest}): deploy the newer build"
-        ))
-        .into_response(),
-        Ok(v) => not_ready(format!(
-            "the database's schema ({}) is older than this build's ({newest}): run `artemis-transfer migrate`",
-            v.unwrap_or(0)
-        ))
-        .into_response(),
-        Err(e) => {
-            tracing::warn!(error = %e, "readiness: the database does not answer");
-            not_ready("the database does not answer".into()).into_response()
+        Err(why) => {
+            (StatusCode::SERVICE_UNAVAILABLE, Json(Readiness { status: "not ready", schema: None, why: Some(why) }))
+                .into_response()
         }
     }
+}
+
+/// The database's schema version when it is this build's; why not, in words, otherwise.
+async fn current_schema(pool: &sqlx::PgPool) -> Result<i64, String> {
+    let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    match crate::jobs::store::schema::schema_version(pool).await.map_err(unanswered)? {
+        Some(v) if v == newest => Ok(v),
+        Some(v) if v > newest => {
+            Err(format!("the database's schema ({v}) is newer than this build's ({newest}): deploy the newer build"))
+        }
+        v => Err(format!(
+            "the database's schema ({}) is older than this build's ({newest}): run `artemis-transfer migrate`",
+            v.unwrap_or(0)
+        )),
+    }
+}
+
+/// Whether the database runs this build's SQL functions: a `migrate` of another build (an older replica still
+/// running, say) applies its own bodies at the same schema version, and only their recorded digest tells.
+async fn current_functions(pool: &sqlx::PgPool) -> Result<(), String> {
+    let ours = crate::jobs::functions::digest();
+    match crate::jobs::store::schema::functions_digest(pool).await.map_err(unanswered)? {
+        Some(recorded) if recorded == ours => Ok(()),
+        Some(recorded) => Err(format!(
+            "the database's SQL functions were applied by another build (digest {}, this build's {}); run \
+             `artemis-transfer migrate` with this build",
+            short(&recorded),
+            short(ours)
+        )),
+        None => Err("the database's SQL functions were never recorded as applied; run `artemis-transfer migrate` \
+             with this build"
+            .into()),
+    }
+}
+
+/// The first 12 characters of a digest: enough to tell builds apart in words.
+fn short(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
+}
+
+/// A readiness query that failed: logged, and reported without its details.
+fn unanswered(e: sqlx::Error) -> String {
+    tracing::warn!(error = %e, "readiness: the database does not answer");
+    "the database does not answer".into()
 }
 
 /// `GET /metrics`: gauges read from the database at each scrape (so every replica reports the same figures; sum

@@ -6,10 +6,15 @@
 //! [`CONTINUATION_LIMIT`] in a row, then lets the job go through a claim like any other (fairness between runs
 //! when there are more runs than tasks).
 //!
-//! The heartbeat and the handler race: if the lease is lost (or cannot be renewed before it expires), the
-//! handler's future is dropped on the spot, so it starts no further broker call, and nothing more is
-//! written (SPEC §7 I5) — unless the job turns out completed by this very attempt (the heartbeat came between
-//! the handler's completing commit and its return), whose outcome is then awaited and taken as it is.
+//! The handler races the heartbeat and the job's deadline. If the lease is lost (or cannot be renewed before it
+//! expires), the handler's future is dropped on the spot, so it starts no further broker call, and nothing more is
+//! written (SPEC §7 I5). If the job is still running at its deadline (`worker.job_deadline_secs`), the handler is
+//! dropped too — it stalled while its worker lives on, heartbeating, so no lease expiry would ever end it — and the
+//! job is retried like a transient failure, with a `job_deadline` run event: it spends an attempt, so a handler
+//! that always hangs ends its run Interrupted. Dropping it is safe at any point, as a crash is (every step is
+//! fenced by the lease, SPEC §7). Either way, a job that turns out completed by this very attempt (the heartbeat or
+//! the deadline came between the handler's completing commit and its return) has its outcome awaited and taken as
+//! it is.
 //! Bookkeeping writes (retry, snooze, end) are retried briefly on transient database errors; if they still fail
 //! the job stays leased and is taken over when the lease expires, at the cost of an attempt.
 
@@ -18,19 +23,42 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable};
 use chrono::Utc;
 use serde::Serialize;
+use serde_json::json;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::error::Error;
 use crate::jobs::handler::{JobContext, Outcome, Registry};
 use crate::jobs::lease::{Lease, RunEnd};
-use crate::jobs::model::{ClaimedJob, JobState, RunState};
+use crate::jobs::model::{ClaimedJob, JobRow, JobState, RunState};
 use crate::jobs::retry::RetryPolicy;
 use crate::jobs::store::job as jobs;
 use crate::jobs::wake::Wake;
 
 /// Jobs of one run a task runs in a row through continuations before the next one goes back to the queue.
 pub const CONTINUATION_LIMIT: usize = 32;
+
+/// The stable name of the error of a job stopped at its deadline (`worker.job_deadline_secs`), recorded with its
+/// run's `job_deadline` event, or its `retries_exhausted` event when that was its last attempt.
+pub const DEADLINE_CODE: &str = "job-deadline";
+
+/// Why a handler was dropped before it returned.
+#[derive(Debug)]
+enum Interruption {
+    /// The lease was lost (or could not be renewed before it expired).
+    LeaseLost(Error),
+    /// The job ran past the configured deadline.
+    DeadlinePassed,
+}
+
+impl std::fmt::Display for Interruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Interruption::LeaseLost(lost) => write!(f, "the lease was lost: {lost}"),
+            Interruption::DeadlinePassed => f.write_str("the job's deadline passed"),
+        }
+    }
+}
 
 /// How the executor treats leases and failures.
 #[derive(Debug, Clone)]
@@ -39,6 +67,9 @@ pub struct ExecutorConfig {
     pub lease: Duration,
     /// How often the lease is renewed.
     pub heartbeat: Duration,
+    /// How long one job may run before it is stopped and retried: a handler that hangs while its worker lives
+    /// on keeps its lease by heartbeating, and would otherwise hold its run forever.
+    pub deadline: Duration,
     /// Attempts and backoff.
     pub retry: RetryPolicy,
 }
@@ -134,26 +165,31 @@ impl Executor {
             stop_requested: claimed.stop_requested,
             reclaimed: claimed.reclaimed,
         };
-        let handled = handler.handle(&ctx);
-        tokio::pin!(handled);
-        let outcome = tokio::select! {
+        let mut handled = handler.handle(&ctx);
+        let raced = tokio::select! {
             // The handler first: when it finished in the same instant the lease went (its own commit ended
-            // the lease), its outcome is the truth.
+            // the lease) or the deadline passed, its outcome is the truth.
             biased;
-            outcome = &mut handled => outcome,
-            lost = keep_alive(&lease, self.config.heartbeat, self.config.lease) => {
-                if self.completed_by(&claimed).await {
-                    // The heartbeat came between the handler's completing commit and its return (it ticked while
-                    // the handler closed its connections, or waited on the rows the commit held): only the lease
-                    // holder completes a job, so this attempt did. Its outcome carries any continuation the commit
-                    // leased to this worker; dropping it would strand that job until its lease ran out.
-                    tracing::debug!(reason = %lost, "the heartbeat found the job completed by this attempt's commit");
-                    handled.await
-                } else {
-                    ctx.cancel.cancel();
-                    tracing::warn!(reason = %lost, "lease lost: the handler was dropped and nothing more is written");
-                    return (Ok(Executed::LeaseLost), None);
-                }
+            outcome = &mut handled => Ok(outcome),
+            lost = keep_alive(&lease, self.config.heartbeat, self.config.lease) => Err(Interruption::LeaseLost(lost)),
+            () = tokio::time::sleep(self.config.deadline) => Err(Interruption::DeadlinePassed),
+        };
+        let outcome = match raced {
+            Ok(outcome) => outcome,
+            Err(interruption) if self.completed_by(&claimed).await => {
+                // The heartbeat or the deadline came between the handler's completing commit and its return (it
+                // ticked while the handler closed its connections, or waited on the rows the commit held): only
+                // the lease holder completes a job, so this attempt did. Its outcome carries any continuation the
+                // commit leased to this worker; dropping it would strand that job until its lease ran out.
+                tracing::debug!(%interruption, "the job was found completed by this attempt's commit");
+                handled.await
+            }
+            Err(interruption) => {
+                ctx.cancel.cancel();
+                // Dropped before anything more is written: a handler stalled inside its fenced transaction holds
+                // the job's row, which the retry below must update.
+                drop(handled);
+                return (self.interrupted(&lease, job, interruption).await, None);
             }
         };
         let executed = match outcome {
@@ -162,9 +198,7 @@ impl Executor {
                 tracing::debug!(%until, %reason, "snoozed");
                 self.bookkeep(|| lease.snooze(until)).await.map(|()| Executed::Snoozed)
             }
-            Ok(Outcome::Retry { error, code }) => {
-                self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error, code).await
-            }
+            Ok(Outcome::Retry { error, code }) => self.retry_or_interrupt(&lease, job, error, code, None).await,
             Ok(Outcome::Fail { error, code }) => self.end(&lease, failed_end(error, code)).await,
             Ok(Outcome::Stop { reason }) => self.end(&lease, RunEnd::stopped(reason)).await,
             Err(e) if e.is_lease_lost() => {
@@ -173,10 +207,39 @@ impl Executor {
             }
             Err(e) => {
                 let error = error_chain(&e);
-                self.retry_or_interrupt(&lease, job.attempt, job.max_attempts, error, None).await
+                self.retry_or_interrupt(&lease, job, error, None, None).await
             }
         };
         (executed, None)
+    }
+
+    /// What becomes of a job whose handler was dropped (SPEC §7: every step is fenced by the lease, so a handler
+    /// may be dropped at any point, as a crash would stop it). A lost lease writes nothing more. A passed deadline
+    /// is retried like a transient failure and spends an attempt, so a handler that always hangs ends its run
+    /// Interrupted after its attempts instead of never.
+    async fn interrupted(&self, lease: &Lease, job: &JobRow, interruption: Interruption) -> Result<Executed, Error> {
+        match interruption {
+            Interruption::LeaseLost(lost) => {
+                tracing::warn!(reason = %lost, "lease lost: the handler was dropped and nothing more is written");
+                Ok(Executed::LeaseLost)
+            }
+            Interruption::DeadlinePassed => {
+                let secs = self.config.deadline.as_secs_f64();
+                let error = format!(
+                    "the job was still running after its deadline of {secs} s (a stalled handler) and was stopped; \
+                     it is retried while attempts remain"
+                );
+                tracing::warn!(deadline_secs = secs, "{error}");
+                let event = json!({
+                    "job_id": job.id,
+                    "seq": job.seq,
+                    "attempt": job.attempt,
+                    "deadline_secs": secs,
+                    "code": DEADLINE_CODE,
+                });
+                self.retry_or_interrupt(lease, job, error, Some(DEADLINE_CODE), Some(("job_deadline", &event))).await
+            }
+        }
     }
 
     /// Whether `claimed`'s job was completed by this very attempt: completed, and not claimed again since (a claim
@@ -193,21 +256,24 @@ impl Executor {
         }
     }
 
+    /// Retries `job` with backoff while it has attempts left, recording `event` (kind, detail) on its run with the
+    /// retry when given; ends its run Interrupted after the last.
     async fn retry_or_interrupt(
         &self,
         lease: &Lease,
-        attempt: i32,
-        max: i32,
+        job: &JobRow,
         error: String,
         code: Option<&'static str>,
+        event: Option<(&'static str, &serde_json::Value)>,
     ) -> Result<Executed, Error> {
+        let (attempt, max) = (job.attempt, job.max_attempts);
         if attempt >= max {
             return self.end(lease, interrupted_end(format!("gave up after {max} attempts: {error}"), code)).await;
         }
         let delay = self.config.retry.delay_after(attempt);
         let at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
         tracing::info!(%error, retry_at = %at, "transient failure; retrying later");
-        self.bookkeep(|| lease.retry(at, &error)).await.map(|()| Executed::Retried)
+        self.bookkeep(|| lease.retry_noting(at, &error, event)).await.map(|()| Executed::Retried)
     }
 
     async fn end(&self, lease: &Lease, end: RunEnd) -> Result<Executed, Error> {

@@ -58,7 +58,8 @@ pub struct JobContext {
     pub job: JobRow,
     /// Its lease: the only way to write about it ([`Lease::begin`]).
     pub lease: Lease,
-    /// Cancelled when the lease is lost; a handler in a long loop should check it between steps.
+    /// Cancelled when the lease is lost or the job's deadline passed (the handler is then dropped); a handler in
+    /// a long loop should check it between steps.
     pub cancel: CancellationToken,
     /// For reads outside the fenced transaction.
     pub pool: PgPool,

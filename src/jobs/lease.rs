@@ -156,9 +156,23 @@ impl Lease {
 
     /// The job failed transiently: pending again at `at`, with `error` recorded.
     pub async fn retry(&self, at: DateTime<Utc>, error: &str) -> Result<(), Error> {
+        self.retry_noting(at, error, None).await
+    }
+
+    /// As [`Lease::retry`], and `event` (kind, detail), when given, recorded on the run in the same transaction:
+    /// for a retry the executor decided on (a job stopped at its deadline), which an operator should see.
+    pub async fn retry_noting(
+        &self,
+        at: DateTime<Utc>,
+        error: &str,
+        event: Option<(&str, &serde_json::Value)>,
+    ) -> Result<(), Error> {
         let mut tx = self.begin_bounded().await?;
         if !jobs::job_retry(&mut *tx, self.job, self.token, at, error).await? {
             return Err(self.lost());
+        }
+        if let Some((kind, detail)) = event {
+            record::run_event_insert(&mut *tx, self.run, kind, detail).await?;
         }
         let poke = self.announce(&mut tx, at).await?;
         tx.commit().await.db("commit")?;

@@ -25,6 +25,8 @@
 //!   enqueues the next one, and commits all of it or none. A next job due at once is leased to the same
 //!   worker in that transaction (a continuation, at most [`executor::CONTINUATION_LIMIT`] in a row), so a
 //!   run's batches follow each other without a claim in between.
+//! - **No run held by a stalled handler**: a job still running at its deadline (`worker.job_deadline_secs`) is
+//!   dropped and retried, spending an attempt, although its worker heartbeats on ([`executor`]).
 //! - **Durable retries**: backoff (computed by `backon`) is stored in `run_at`; pacing and waiting snooze
 //!   without spending an attempt; a spent budget ends the run Interrupted with the last error in words.
 //!

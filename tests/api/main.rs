@@ -3,6 +3,7 @@
 //!
 //! - `the_door`: a call needs a known token and an operator; every path of the OpenAPI document is routed;
 //!   health, readiness and metrics answer without a token; the token never reaches the service's log.
+//! - `ready_is_not_ready…`: `/ready` answers 503 while the database runs another build's SQL functions.
 //! - `a_move_end_to_end`: preview → execute (its refusals first) → followed by server-sent events to the end,
 //!   resumed mid-way by `Last-Event-ID` without a gap or a repeat; the census is exact; an operator without
 //!   grants sees no such run.
@@ -387,6 +388,37 @@ async fn metrics_may_need_a_token() {
     let log = std::fs::read_to_string(&api.log).unwrap();
     assert!(!log.contains(METRICS_TOKEN), "the log holds the metrics token");
     api.assert_no_secret();
+}
+
+/// `/ready` compares the digest of the SQL functions the database runs with this build's: a `migrate` of another
+/// build applies its own bodies at the same schema version, and the service is not ready until a `migrate` of
+/// this build applies them again.
+#[tokio::test]
+async fn ready_is_not_ready_while_another_builds_sql_functions_are_applied() {
+    let world = World::new("api_ready_functions", &[]).await;
+    let api = Api::start(&world).await;
+    let (status, answer) = api.call(Method::GET, "/ready", None, None).await;
+    assert_eq!((status, &answer["status"]), (StatusCode::OK, &json!("ready")), "{answer}");
+
+    // What a `migrate` of another build leaves behind: its own digest.
+    let another = "0123456789ab".repeat(5) + "cdef";
+    sqlx::query("UPDATE schema_functions SET digest = $1").bind(&another).execute(&world.pool).await.unwrap();
+    let (status, answer) = api.call(Method::GET, "/ready", None, None).await;
+    assert_eq!((status, &answer["status"]), (StatusCode::SERVICE_UNAVAILABLE, &json!("not ready")), "{answer}");
+    let why = answer["why"].as_str().unwrap_or_default();
+    for words in ["applied by another build", &another[..12], "run `artemis-transfer migrate` with this build"] {
+        assert!(why.contains(words), "{why}");
+    }
+
+    let migrated = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
+        .arg("migrate")
+        .env("DATABASE_URL", &world.url)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run artemis-transfer migrate");
+    assert!(migrated.status.success(), "{}", String::from_utf8_lossy(&migrated.stderr));
+    let (status, answer) = api.call(Method::GET, "/ready", None, None).await;
+    assert_eq!((status, &answer["status"]), (StatusCode::OK, &json!("ready")), "{answer}");
 }
 
 #[tokio::test]

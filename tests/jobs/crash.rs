@@ -164,3 +164,49 @@ async fn sigterm_finishes_the_job_in_flight_then_exits() {
     assert_eq!(states, [(0, JobState::Completed, 1), (1, JobState::Pending, 0)]);
     assert!(runs::events(&db.pool, run).await.unwrap().iter().all(|e| e.kind != "lease_expired"));
 }
+
+/// A handler that hangs while its worker stays alive keeps its lease by heartbeating, so no lease expiry would
+/// ever end it: the executor stops it at `worker.job_deadline_secs` and retries the job. The stalled attempt
+/// never commits, the job's second attempt does, and the run's events say the deadline (not an expiry) ended
+/// the first.
+#[tokio::test]
+async fn a_stalled_handler_is_stopped_at_its_deadline_and_retried() {
+    let _heavy = support::HEAVY.lock().await;
+    let db = support::db("deadline").await;
+    let dir = support::log_dir("deadline");
+    // Job 1's first attempt stalls far longer than the deadline, heartbeating all along.
+    let spec = ProbeSpec { stall_ms: 120_000, stall_seq: 1, log_dir: Some(dir.clone()), ..ProbeSpec::new(3) };
+    let run = support::start_probe_run(&db.pool, &spec).await;
+    let deadline_secs = 3;
+    let mut env = support::process::fast_lease_env(2.0, 0.5);
+    env.push(("ARTEMIS_TRANSFER__WORKER__JOB_DEADLINE_SECS".into(), deadline_secs.to_string()));
+    env.push(("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS".into(), "200".into()));
+    env.push(("ARTEMIS_TRANSFER__RETRY__JITTER".into(), "false".into()));
+    let worker = WorkerProcess::spawn(&db.url, "deadline", 2, &env, &dir);
+    support::wait_runs_in_state(&db.pool, &[run], "succeeded", Duration::from_secs(40)).await;
+    worker.stop().await;
+
+    let executions = log::executions(&log::read(&dir));
+    let of_seq1: Vec<_> = executions.iter().filter(|e| e.seq == 1).collect();
+    assert_eq!(of_seq1.len(), 2, "{of_seq1:?}");
+    assert_eq!((of_seq1[0].attempt, of_seq1[0].precommit, &of_seq1[0].end), (1, None, &None), "never committed");
+    assert_eq!(of_seq1[1].attempt, 2);
+    assert!(of_seq1[1].committed());
+    assert!(
+        of_seq1[1].start - of_seq1[0].start >= deadline_secs * 1_000_000,
+        "the stalled attempt was stopped at its deadline, not before"
+    );
+    let commits = log::commits_per_run(&executions);
+    assert_eq!(commits[&run.0].iter().map(|(s, n)| (*s, *n)).collect::<Vec<_>>(), [(0, 1), (1, 1), (2, 1)]);
+    let jobs = runs::jobs(&db.pool, run).await.unwrap();
+    let attempts: Vec<_> = jobs.iter().map(|j| (j.seq, j.state, j.attempt)).collect();
+    assert_eq!(attempts, [(0, JobState::Completed, 1), (1, JobState::Completed, 2), (2, JobState::Completed, 1)]);
+
+    let events = runs::events(&db.pool, run).await.unwrap();
+    let stopped: Vec<_> = events.iter().filter(|e| e.kind == "job_deadline").collect();
+    assert_eq!(stopped.len(), 1, "{events:?}");
+    assert_eq!(stopped[0].detail["code"], "job-deadline");
+    assert_eq!((stopped[0].detail["seq"].as_i64(), stopped[0].detail["attempt"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(stopped[0].detail["deadline_secs"].as_f64(), Some(deadline_secs as f64));
+    assert!(events.iter().all(|e| e.kind != "lease_expired"), "the worker kept its lease: {events:?}");
+}

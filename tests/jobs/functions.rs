@@ -1,7 +1,10 @@
 //! `sql/functions/` holds the one current definition of every SQL function, and the database runs it: what
-//! `jobs::migrate` leaves is exactly the files, however the migrations defined the functions before.
+//! `jobs::migrate` leaves is exactly the files, however the migrations defined the functions before — and the
+//! digest of the files applied, which `/ready` compares with the build's.
 
 use artemis_transfer::jobs::functions::{self, FILES};
+use artemis_transfer::jobs::store::schema;
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::support;
@@ -78,4 +81,33 @@ async fn applying_the_function_files_again_or_at_once_changes_nothing() {
         applied.expect("replicas starting at once each apply the files");
     }
     assert_eq!(definitions(&db.pool).await, before);
+}
+
+/// The digest recorded and when, as the table holds it.
+async fn recorded(pool: &PgPool) -> Vec<(String, DateTime<Utc>)> {
+    sqlx::query_as("SELECT digest, applied_at FROM schema_functions").fetch_all(pool).await.unwrap()
+}
+
+/// (d) Applying records this build's digest of the files in the same transaction, in one row; applying again,
+/// or over another build's digest, leaves that one row with this build's digest.
+#[tokio::test]
+async fn applying_the_function_files_records_their_digest_in_one_row() {
+    let db = support::db("functions_digest").await;
+    let first = recorded(&db.pool).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].0, functions::digest());
+    assert_eq!(schema::functions_digest(&db.pool).await.unwrap().as_deref(), Some(functions::digest()));
+
+    functions::apply(&db.pool).await.expect("applied a second time");
+    let again = recorded(&db.pool).await;
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0].0, functions::digest());
+    assert!(again[0].1 >= first[0].1, "the row says when the functions were applied last");
+
+    let another = "0".repeat(64);
+    sqlx::query("UPDATE schema_functions SET digest = $1").bind(&another).execute(&db.pool).await.unwrap();
+    assert_eq!(schema::functions_digest(&db.pool).await.unwrap(), Some(another));
+    functions::apply(&db.pool).await.expect("applied over another build's");
+    assert_eq!(schema::functions_digest(&db.pool).await.unwrap().as_deref(), Some(functions::digest()));
+    assert_eq!(recorded(&db.pool).await.len(), 1);
 }

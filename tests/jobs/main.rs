@@ -4,11 +4,13 @@
 //! to (`support::log`), not by the engine's own tables.
 //!
 //! - `schema`: the constraints that make bad states impossible.
-//! - `functions`: the database runs exactly the SQL functions of `sql/functions/`, applied again or at once alike.
+//! - `functions`: the database runs exactly the SQL functions of `sql/functions/`, applied again or at once alike, and
+//!   their digest recorded for `/ready`.
 //! - `claim`: claims, slots, leases, fencing, retries and snoozes, step by step through the library.
 //! - `single_flight`: 100 runs × 100 jobs over several worker processes: single-flight, the cap, exactly once.
 //! - `pacing`: paced runs reach their rate.
-//! - `crash`: kill -9 mid-job, a zombie's late commit, backoff across a restart, graceful SIGTERM.
+//! - `crash`: kill -9 mid-job, a zombie's late commit, backoff across a restart, graceful SIGTERM, a stalled
+//!   handler stopped at its deadline.
 //! - `restart`: Postgres restarted under load (a private cluster: the shared one is never restarted).
 //! - `admin`: each admin command on a live system, and its audit row.
 //! - `permit`: the per-node token bucket SQL function.

@@ -5,7 +5,9 @@
 //! A browser cannot resume at a position, so one job — a **slice** — keeps its browser open across many
 //! batches for up to [`SLICE`] (its lease heartbeated meanwhile), committing the ledger and the counters after
 //! each batch (fenced), then enqueues its continuation. Only a continuation or a crash browses from the head
-//! again, skipping what the ledger holds.
+//! again, skipping what the ledger holds. A slice ends by half the job deadline when that is shorter
+//! ([`RelayConfig::within_deadline`]), and a paced wait that would outlast it ends it at once, its continuation
+//! due when the wait would have ended: a slice is never stopped at the deadline while it is working.
 //!
 //! | step | durable before the next step | a crash right after it |
 //! |---|---|---|
@@ -59,7 +61,8 @@ use crate::transfer::store::ledger as ledger_store;
 /// How long one copy job keeps its browser. Each continuation browses again from the head past everything
 /// already copied (the source keeps it), so a slice must be long against a copy's usual length for the cost to
 /// stay linear: at a few thousand messages a second, ten minutes covers a million messages in one browse. The
-/// slice ends sooner when the worker shuts down (SIGTERM), so a graceful stop is not held up by it.
+/// slice ends sooner when the worker shuts down (SIGTERM), so a graceful stop is not held up by it, and under a
+/// job deadline shorter than twice this ([`RelayConfig::copy_slice`]).
 pub const SLICE: Duration = Duration::from_secs(600);
 
 /// One slice of a copy: batches from one browser until the slice's time is up, the selection is browsed to its
@@ -77,17 +80,18 @@ pub async fn copy_slice(h: &TransferHandler, ctx: &JobContext, config: &RelayCon
             ControlFlow::Continue(batched) => batched,
             ControlFlow::Break(outcome) => return Ok(outcome),
         };
-        if batched.last || slice_started.elapsed() >= SLICE || !ctx.lease.worker_accepting() {
+        if batched.last || slice_started.elapsed() >= config.copy_slice || !ctx.lease.worker_accepting() {
             break;
         }
-        // Pacing: this batch's share of a second at `messages per second`, from when it started.
-        let share = Duration::from_secs_f64(batched.messages as f64 / batched.rate.max(0.001));
-        let elapsed = (Utc::now() - batched.started).to_std().unwrap_or_default();
-        if share > elapsed {
-            tokio::time::sleep(share - elapsed).await;
+        let due = batched.next_due();
+        let wait = (due - Utc::now()).to_std().unwrap_or_default();
+        if slice_started.elapsed() + wait >= config.copy_slice {
+            // The paced wait would outlast the slice: the continuation waits instead, queued, holding no browser.
+            return slice.end(Some(due)).await;
         }
+        tokio::time::sleep(wait).await;
     }
-    slice.end().await
+    slice.end(None).await
 }
 
 /// What a slice settles before it browses: a job of the wrong mode refused, a later attempt of a slice that
@@ -156,6 +160,14 @@ struct Batched {
     rate: f64,
     /// Whether the slice ends after it (the selection browsed to its end, or nothing left to copy).
     last: bool,
+}
+
+impl Batched {
+    /// When the next batch may start: this batch's share of a second at its rate, from when it started (pacing).
+    fn next_due(&self) -> DateTime<Utc> {
+        let share_secs = self.messages as f64 / self.rate.max(0.001);
+        self.started + chrono::Duration::milliseconds((share_secs * 1000.0) as i64)
+    }
 }
 
 impl<'a> Slice<'a> {
@@ -428,9 +440,14 @@ impl<'a> Slice<'a> {
     }
 
     /// The slice's job completed and its continuation enqueued: the finish once the selection is browsed to its
-    /// end, else the next slice. The connections go back to the pool when their sessions close in time.
-    async fn end(mut self) -> Result<Outcome, RelayError> {
-        let next = if self.browsed_to_end { Phase::CopyFinish.job() } else { Phase::CopySlice.job() };
+    /// end, else the next slice, due at `due` (pacing) or at once. The connections go back to the pool when their
+    /// sessions close in time.
+    async fn end(mut self, due: Option<DateTime<Utc>>) -> Result<Outcome, RelayError> {
+        let next = match (self.browsed_to_end, due) {
+            (true, _) => Phase::CopyFinish.job(),
+            (false, Some(due)) => Phase::CopySlice.job().run_at(due),
+            (false, None) => Phase::CopySlice.job(),
+        };
         if self.browsed_to_end {
             // Whatever is still in doubt was not found again on the source: it will not be sent again.
             self.run.relay.in_doubt.clear();

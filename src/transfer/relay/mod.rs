@@ -114,6 +114,17 @@ pub struct RelayConfig {
     pub first_receive: Duration,
     /// How long later receives wait before the batch is taken as complete.
     pub next_receive: Duration,
+    /// How long one copy job keeps its browser ([`copy::SLICE`], or less under a short job deadline).
+    pub copy_slice: Duration,
+}
+
+impl RelayConfig {
+    /// This configuration for a worker that stops a job still running at `deadline`: a copy's slice ends by half of
+    /// it, so a slice that is working ends on its own and hands over to its continuation, never stopped midway.
+    pub fn within_deadline(mut self, deadline: Duration) -> RelayConfig {
+        self.copy_slice = copy::SLICE.min(deadline / 2);
+        self
+    }
 }
 
 impl Default for RelayConfig {
@@ -123,6 +134,7 @@ impl Default for RelayConfig {
             connection_ttl: Duration::from_secs(10),
             first_receive: Duration::from_secs(2),
             next_receive: Duration::from_millis(200),
+            copy_slice: copy::SLICE,
         }
     }
 }

@@ -152,11 +152,12 @@ pub async fn wait_runs_in_state(pool: &PgPool, runs: &[RunId], state: &str, limi
     .await
 }
 
-/// Executor settings for in-process workers.
+/// Executor settings for in-process workers; no job of these tests runs near the deadline.
 pub fn executor_config(lease: Duration, heartbeat: Duration) -> ExecutorConfig {
     ExecutorConfig {
         lease,
         heartbeat,
+        deadline: Duration::from_secs(1800),
         retry: RetryPolicy {
             max_attempts: 10,
             min_delay: Duration::from_millis(200),
