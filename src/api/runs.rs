@@ -566,11 +566,14 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     // New rows in order, and rows below the highest sent that committed late (never sent twice).
     let cursor =
         EventCursor { after: c.after, floor: c.floor, late_window_secs: LATE_WINDOW_SECS as f64, recent: &recent };
-    let rows = run_events_after(pool, c.run, cursor).await;
+    // The run's state is read before its events: every event committed before the state was read is then among
+    // the rows, so a run read as ended has all its events sent before `end`. Read the other way round, the run's
+    // last events and its end could commit between the two reads, and the stream ended without them.
     let line = view::line(pool, c.run).await;
     // Grants are checked again at every look: one revoked while the stream is open ends it as for a run that does
     // not exist (SPEC §9: what the operator may not see is answered as nothing).
     let visible = view::visible(pool, c.run, &c.operator).await;
+    let rows = run_events_after(pool, c.run, cursor).await;
     let (rows, line) = match (rows, line, visible) {
         (Ok(rows), Ok(Some(line)), Ok(true)) => (rows, line),
         (_, Ok(None), _) | (_, _, Ok(false)) => {
