@@ -23,4 +23,6 @@ pub mod transfer;
 pub mod worker;
 
 #[cfg(test)]
+mod shape_tests;
+#[cfg(test)]
 mod sql_placement_tests;

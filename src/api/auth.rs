@@ -25,13 +25,10 @@ use super::limit::retry_after_secs;
 use super::tokens::Service;
 use super::ApiState;
 
-pub use super::tokens::{TokensError, METRICS_TOKEN_ENV, TOKENS_ENV, TOKENS_FILE_ENV};
+pub use super::tokens::{TokensError, MAX_OPERATOR_CHARS, METRICS_TOKEN_ENV, TOKENS_ENV, TOKENS_FILE_ENV};
 
 /// The header naming the operator a call acts for.
 pub const OPERATOR_HEADER: &str = "x-operator";
-
-/// The longest operator name (the document says it too).
-pub const MAX_OPERATOR_CHARS: usize = 200;
 
 /// The paths a platform calls (probes, the scraper, a client fetching the document): no service token, and no
 /// rate limit — a 429 on a probe would get a healthy replica restarted, and the scraper's rate is the

@@ -58,7 +58,7 @@ impl ApiError {
 
     /// A failure of a system: logged whole under the request's id; the caller gets the id and `what` failed.
     pub fn internal(what: &str, error: &(dyn std::error::Error + 'static)) -> ApiError {
-        let request_id = super::request::current_id();
+        let request_id = super::request_id::current_id();
         tracing::error!(%request_id, error = %error_chain(error), "API request failed: {what}");
         let (status, slug) = if is_database(error) {
             (StatusCode::SERVICE_UNAVAILABLE, "database-unavailable")
@@ -71,7 +71,7 @@ impl ApiError {
     /// 502: a broker's management could not be asked. Its words name hosts and ports, which are ours: they go to
     /// the log under the request's id, the caller gets plain words and the id.
     pub fn broker_unreachable(details: &str) -> ApiError {
-        let request_id = super::request::current_id();
+        let request_id = super::request_id::current_id();
         tracing::warn!(%request_id, details, "API request: a broker's management could not be asked");
         ApiError::new(StatusCode::BAD_GATEWAY, "discovery", in_the_log("asking a broker's management", &request_id))
     }
@@ -189,7 +189,7 @@ impl IntoResponse for ApiError {
             status: self.status.as_u16(),
             // Library words may quote an error chain: its addresses are ours (see `redact`).
             detail: super::redact::addresses(&self.message),
-            request_id: super::request::current_id(),
+            request_id: super::request_id::current_id(),
             missing_grant: self.missing_grant,
         };
         let mut response = (self.status, Json(body)).into_response();

@@ -31,6 +31,7 @@ mod orphans;
 mod previews;
 pub mod redact;
 pub mod request;
+mod request_id;
 mod runs;
 mod settings;
 mod store;

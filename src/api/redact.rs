@@ -16,9 +16,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use sqlx::PgPool;
 
-use super::error::ApiError;
 use crate::jobs::store::record::RunEvent;
 use crate::registry::store;
+use crate::registry::RegistryError;
 use crate::transfer::view::{NodeOutcome, RunRecord, RunView};
 
 /// What stands for an address that is not a registered endpoint.
@@ -46,7 +46,7 @@ pub struct Redactor {
 
 impl Redactor {
     /// Every registered endpoint, by the name of its node.
-    pub async fn load(pool: &PgPool) -> Result<Redactor, ApiError> {
+    pub async fn load(pool: &PgPool) -> Result<Redactor, RegistryError> {
         let mut pairs = Vec::new();
         for cluster in store::list(pool).await? {
             for node in &cluster.nodes {

@@ -20,22 +20,14 @@ use axum::response::{IntoResponse, Response};
 use tracing::Instrument as _;
 
 use super::error::{in_the_log, ApiError, PROBLEM_JSON};
+pub use super::request_id::current_id;
+use super::request_id::REQUEST_ID;
 
 /// The header carrying a request's id, both ways.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// The longest request id taken from a caller.
 const MAX_ID_CHARS: usize = 64;
-
-tokio::task_local! {
-    /// The id of the request this task is serving.
-    static REQUEST_ID: String;
-}
-
-/// The id of the request being served ("none" outside one: a test calling a handler's helper directly).
-pub fn current_id() -> String {
-    REQUEST_ID.try_with(String::clone).unwrap_or_else(|_| "none".into())
-}
 
 /// The caller's id if it is one header of 1 to 64 letters, digits and `-._:` (nothing a log line or a header
 /// could be bent by), else a new UUID.

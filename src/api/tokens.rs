@@ -27,6 +27,9 @@ use std::time::{Duration, SystemTime};
 use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 
+/// The longest operator name (the document says it too).
+pub const MAX_OPERATOR_CHARS: usize = 200;
+
 /// The environment variable holding the service tokens, comma-separated entries.
 pub const TOKENS_ENV: &str = "ARTEMIS_TRANSFER_API_TOKENS";
 
@@ -234,7 +237,7 @@ fn operator_list(list: &str) -> Result<BTreeSet<String>, &'static str> {
         return Err("names no operator: leave the attribute out to let the service act for anyone");
     }
     let printable = |n: &String| !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic());
-    if !names.iter().all(printable) || names.iter().any(|n| n.len() > super::auth::MAX_OPERATOR_CHARS) {
+    if !names.iter().all(printable) || names.iter().any(|n| n.len() > MAX_OPERATOR_CHARS) {
         return Err("takes names of printable ASCII (at most 200 characters) separated by |");
     }
     Ok(names)

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use crate::jobs::error::{DbContext, Error};
+pub use crate::jobs::store::record::value_schema;
 use crate::jobs::store::record::{self, SettingRow};
 
 /// Every SPEC §8 setting. Field names are the keys of the `setting` table.
@@ -126,19 +127,6 @@ pub async fn load(pool: &PgPool) -> Result<Settings, Error> {
 /// Every setting as the database holds it, with who changed it last and when, by key.
 pub async fn rows(pool: &PgPool) -> Result<Vec<SettingRow>, Error> {
     record::setting_rows(pool).await
-}
-
-/// The schema of a stored setting's value in the API's document: every setting is a number, a list of names
-/// (`dmq_chain`) or null (none, e.g. `dmq_time_to_live_secs`).
-pub fn value_schema() -> utoipa::openapi::schema::Schema {
-    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
-    let one_of = OneOfBuilder::new()
-        .item(ObjectBuilder::new().schema_type(Type::Number))
-        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String)))
-        .item(ObjectBuilder::new().schema_type(Type::Null))
-        .description(Some("A number, a list of names, or null for none."))
-        .build();
-    Schema::OneOf(one_of)
 }
 
 /// What [`change`] did.

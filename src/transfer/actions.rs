@@ -19,20 +19,8 @@ use crate::jobs::runs::{Started, StopRequest};
 use crate::jobs::{self, JobId, RunState};
 use crate::transfer::audit::audit;
 use crate::transfer::permissions::{MissingGrant, Permission};
+pub use crate::transfer::store::action::Confirmation;
 use crate::transfer::store::action::{self as store, ActionResult};
-
-/// What the operator confirms at execute.
-#[derive(Debug, Clone, Default)]
-pub struct Confirmation {
-    /// The plan hash the preview showed.
-    pub plan_hash: String,
-    /// The needs-acknowledgement codes acknowledged.
-    pub acknowledged: Vec<String>,
-    /// The source queue's name, typed (a move, over the safety cap, or of unknown size).
-    pub typed_queue: Option<String>,
-    /// The safety cap explicitly overridden.
-    pub override_cap: bool,
-}
 
 /// Why an action was refused. The variants carry what a program needs (codes, the expected confirmation, the
 /// cap); the words say what to do without naming how a caller gives it ([`ActionError::words_with`] does).

@@ -13,7 +13,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::Serialize;
 use serde_json::json;
 use sqlx::PgPool;
@@ -25,6 +25,7 @@ use crate::jobs::store::{record, run as jobs_run};
 use crate::jobs::RunId;
 use crate::transfer::audit::{audit_entry, AuditEntry};
 use crate::transfer::plan::Mode;
+pub use crate::transfer::store::grant::GrantRow;
 use crate::transfer::store::grant::{self as store, RunGrantNeeds};
 use crate::transfer::store::{mode_name, relay};
 
@@ -148,7 +149,7 @@ pub async fn has_grant(
     cluster: &str,
     permission: Permission,
 ) -> Result<bool, sqlx::Error> {
-    store::grant_held(pool, principal, cluster, permission).await
+    store::grant_held(pool, principal, cluster, permission.as_str()).await
 }
 
 /// `Ok` when `principal` holds `permission` on `cluster`, else the missing grant.
@@ -321,21 +322,6 @@ pub async fn stop_if_revoked(ctx: &JobContext) -> Result<Option<Outcome>, crate:
     }
 }
 
-/// A row of `transfer_grant`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
-pub struct GrantRow {
-    /// Who holds it.
-    pub principal: String,
-    /// On which cluster (`*`: every cluster).
-    pub cluster: String,
-    /// What.
-    pub permission: String,
-    /// Who granted it.
-    pub granted_by: String,
-    /// When.
-    pub granted_at: DateTime<Utc>,
-}
-
 /// A grant to add or remove.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
@@ -504,7 +490,7 @@ pub async fn grant(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, Grant
     let result = async {
         validate(grant)?;
         bootstrap = may_administer(pool, by, &grant.cluster).await?;
-        Ok(store::grant_insert(pool, grant, by).await?)
+        Ok(store::grant_insert(pool, &grant.principal, &grant.cluster, grant.permission.as_str(), by).await?)
     }
     .await;
     let detail = json!({ "grant": grant, "bootstrap": bootstrap });
@@ -517,7 +503,7 @@ pub async fn revoke(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, Gran
     let result = async {
         validate(grant)?;
         bootstrap = may_administer(pool, by, &grant.cluster).await?;
-        Ok(store::grant_delete(pool, grant).await?)
+        Ok(store::grant_delete(pool, &grant.principal, &grant.cluster, grant.permission.as_str()).await?)
     }
     .await;
     let detail = json!({ "grant": grant, "bootstrap": bootstrap });

@@ -13,54 +13,8 @@ use crate::jobs::store::record::RunEvent;
 use crate::jobs::{self, RunId, RunState};
 use crate::transfer::relay::state::{Counters, RelayState};
 use crate::transfer::store::view as store;
+pub use crate::transfer::store::view::{LinesQuery, RunRecord};
 use crate::transfer::Mode;
-
-/// What Postgres holds about a run, as [`RunView::build`] reads it; also a line of a list of runs ([`lines`]).
-#[derive(Debug, Clone, sqlx::FromRow, Serialize, utoipa::ToSchema)]
-#[schema(description = "A run as Postgres holds it: a line of the list of runs.")]
-pub struct RunRecord {
-    /// The run.
-    pub id: Uuid,
-    /// Its state (`transfer_run.state`).
-    #[sqlx(try_from = "String")]
-    pub state: RunState,
-    /// `move` or `copy`.
-    #[schema(value_type = Option<Mode>)]
-    pub mode: Option<String>,
-    /// Source cluster, node, queue.
-    pub source_cluster: Option<String>,
-    /// See `source_cluster`.
-    pub source_node: Option<String>,
-    /// See `source_cluster`.
-    pub source_queue: Option<String>,
-    /// Target cluster, node, queue.
-    pub target_cluster: Option<String>,
-    /// See `target_cluster`.
-    pub target_node: Option<String>,
-    /// See `target_cluster`.
-    pub target_queue: Option<String>,
-    /// The counters (jsonb, written from `Counters`).
-    #[schema(value_type = Counters)]
-    pub counters: serde_json::Value,
-    /// The relay's bookkeeping (jsonb): internal, not shown in a list.
-    #[serde(skip_serializing)]
-    #[schema(ignore)]
-    pub relay: serde_json::Value,
-    /// Why it stopped.
-    pub stop_reason: Option<String>,
-    /// Its last error, in words.
-    pub last_error: Option<String>,
-    /// The operator who started it.
-    pub started_by: Option<String>,
-    /// When it was previewed.
-    pub created_at: DateTime<Utc>,
-    /// When it was executed.
-    pub executed_at: Option<DateTime<Utc>>,
-    /// When it ended.
-    pub ended_at: Option<DateTime<Utc>>,
-    /// Its staging queue on the source node, once made.
-    pub staging_queue: Option<String>,
-}
 
 /// The pipeline, in messages.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -323,28 +277,6 @@ pub enum ViewError {
     /// The engine.
     #[error(transparent)]
     Jobs(#[from] jobs::Error),
-}
-
-/// Which runs [`lines`] lists.
-#[derive(Debug, Clone, Default)]
-pub struct LinesQuery {
-    /// At most this many, newest first.
-    pub limit: i64,
-    /// Only runs in this state.
-    pub state: Option<RunState>,
-    /// Only runs both of whose clusters this principal may see (SPEC §9); `None`: every run.
-    pub visible_to: Option<String>,
-    /// Only runs after this one in the list's order — made at, and with the id of, the last run of the previous
-    /// page: the keyset of the next page (runs made in the same instant are neither skipped nor repeated).
-    pub older_than: Option<(DateTime<Utc>, Uuid)>,
-    /// Only runs from or to this cluster.
-    pub cluster: Option<String>,
-    /// Only runs this operator previewed (`started_by`).
-    pub started_by: Option<String>,
-    /// Only runs made at or after this instant.
-    pub since: Option<DateTime<Utc>>,
-    /// Only runs made before this instant.
-    pub until: Option<DateTime<Utc>>,
 }
 
 /// The newest runs that `query` selects.

@@ -155,7 +155,7 @@ pub struct SettingRow {
     /// The setting (SPEC §8), e.g. `batch_size`.
     pub key: String,
     /// Its value: a number, a list of names, or null for none.
-    #[schema(schema_with = crate::jobs::settings::value_schema)]
+    #[schema(schema_with = value_schema)]
     pub value: serde_json::Value,
     /// When it was last changed.
     pub updated_at: DateTime<Utc>,
@@ -195,4 +195,17 @@ pub async fn setting_lock(db: impl PgExecutor<'_>) -> Result<Vec<SettingRow>, Er
     let rows: Vec<SettingRow> =
         sqlx::query_as(include_str!("../sql/setting_lock.sql")).fetch_all(db).await.db("setting_lock")?;
     Ok(rows.into_iter().map(SettingRow::tagged).collect())
+}
+
+/// The schema of a stored setting's value in the API's document: every setting is a number, a list of names
+/// (`dmq_chain`) or null (none, e.g. `dmq_time_to_live_secs`).
+pub fn value_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
+    let one_of = OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Number))
+        .item(ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String)))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some("A number, a list of names, or null for none."))
+        .build();
+    Schema::OneOf(one_of)
 }

@@ -36,11 +36,12 @@ use super::queues::target_facts;
 use super::receive::{receive_batch, Limits, Received, Taken};
 use super::record::write_batch;
 use super::refill::{id_chunk, refill, settle_refill_intent, whole_queue_left};
+use super::row;
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
 use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
 use super::spool::Spool;
 use super::staged::{check_staging_consumers, list_staging, staging_depth, HELD_ELSEWHERE_RETRY};
-use super::state::{self, BatchCount, TransferRun};
+use super::state::{BatchCount, TransferRun};
 use super::window::{self, Resend};
 use super::Code;
 use super::{dmq, fault, Phase, RelayConfig, RelayError, TransferHandler};
@@ -247,8 +248,8 @@ impl<'a> Batch<'a> {
             self.run.relay.in_doubt.retain(|id| !dead.contains(id));
             self.run.counters.dead_lettered += dead.len() as i64;
             let mut tx = self.ctx.lease.begin().await?;
-            state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
-            state::event(tx.conn(), self.run.id, "dead_lettered", json!({ "staging_ids": dead, "reconciled": true }))
+            row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+            row::event(tx.conn(), self.run.id, "dead_lettered", json!({ "staging_ids": dead, "reconciled": true }))
                 .await?;
             tx.commit_progress().await?;
         }
@@ -284,7 +285,7 @@ impl<'a> Batch<'a> {
         let mut tx = self.ctx.lease.begin().await?;
         self.run.counters.delivered += settled.reconciled;
         self.run.relay.in_doubt.clear();
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.commit_progress().await?;
         Ok(ControlFlow::Break(stop_outcome(&self.run)))
     }
@@ -369,7 +370,7 @@ impl<'a> Batch<'a> {
         self.run.relay.in_doubt.clear();
         let next = if self.run.relay.exhausted { Phase::Finish.job() } else { Phase::Relay.job() };
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.complete_and_enqueue(&next).await?;
         Ok(Outcome::Committed(tx.commit().await?))
     }
@@ -398,7 +399,7 @@ impl<'a> Batch<'a> {
         self.run.relay.in_doubt = settled.still_in_doubt.iter().copied().chain(new_ids).collect();
         self.run.counters.delivered += settled.reconciled;
         settled.reconciled = 0;
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.commit_progress().await?;
         fault::reach("in-doubt");
         self.laps.lap("in-doubt");
@@ -433,7 +434,7 @@ impl<'a> Batch<'a> {
                     self.run.relay.in_doubt = settled.still_in_doubt.clone();
                 }
                 let mut tx = self.ctx.lease.begin().await?;
-                state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+                row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
                 tx.commit_progress().await?;
                 Err(RelayError::refused(Code::TargetChanged, words))
             }
@@ -459,7 +460,7 @@ impl<'a> Batch<'a> {
         }
         self.run.relay.dead_letter = landed.sent.poison.iter().map(|p| taken.ids[p.index]).collect();
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.commit_progress().await?;
         Ok(())
     }
@@ -484,7 +485,7 @@ impl<'a> Batch<'a> {
         &mut self,
         source: &mut SourceSide,
         received: Vec<Received>,
-        poison: Vec<dmq::Poison>,
+        poison: Vec<super::poison::Poison>,
         route: &Route,
     ) -> Result<dmq::Outcome, RelayError> {
         if poison.is_empty() {

@@ -40,9 +40,10 @@ use super::queues::target_facts;
 use super::receive::{Received, Taken};
 use super::record::write_batch;
 use super::refill::whole_queue_left;
+use super::row;
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
 use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
-use super::state::{self, BatchCount, JobAttempt, TransferRun};
+use super::state::{BatchCount, JobAttempt, TransferRun};
 use super::window::{self, Resend};
 use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
@@ -128,8 +129,8 @@ async fn before_the_slice(
         super::queues::create_target_queue(&target, run).await?;
         run.relay.prepared = true;
         let mut tx = ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        state::event(tx.conn(), run.id, "target_queue_created", json!({ "queue": run.plan.target.display() })).await?;
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::event(tx.conn(), run.id, "target_queue_created", json!({ "queue": run.plan.target.display() })).await?;
         tx.commit_progress().await?;
     }
     Ok(None)
@@ -335,7 +336,7 @@ impl<'a> Slice<'a> {
             return Ok(ControlFlow::Break(hold_back(self.ctx, run, settings, held).await?));
         }
         run.relay.in_doubt.extend(new_ids);
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
         Ok(ControlFlow::Continue(()))
     }
@@ -385,7 +386,7 @@ impl<'a> Slice<'a> {
     async fn dead_letter(
         &mut self,
         browsed: &Taken,
-        poison: Vec<dmq::Poison>,
+        poison: Vec<super::poison::Poison>,
         route: &Route,
         settings: &Settings,
     ) -> Result<dmq::Outcome, RelayError> {
@@ -453,7 +454,7 @@ impl<'a> Slice<'a> {
             self.run.relay.in_doubt.clear();
         }
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.complete_and_enqueue(&next).await?;
         let committed = tx.commit().await?;
         let (browser, browse_session) = (self.browser, self.browse_session);
@@ -482,10 +483,10 @@ fn guard_target(
 /// Ends this attempt's slice job and enqueues a fresh one, with a fresh retry budget, because an earlier attempt
 /// of this job copied messages (see the module doc). Nothing else is written: the run's state is as the last
 /// fenced commit left it.
-async fn hand_over(ctx: &JobContext, run: &state::TransferRun) -> Result<Outcome, RelayError> {
+async fn hand_over(ctx: &JobContext, run: &TransferRun) -> Result<Outcome, RelayError> {
     let mut tx = ctx.lease.begin().await?;
     let why = json!({ "attempt": ctx.job.attempt, "copied": run.counters.delivered });
-    state::event(tx.conn(), run.id, "slice_handed_over", why).await?;
+    row::event(tx.conn(), run.id, "slice_handed_over", why).await?;
     tx.complete_and_enqueue(&Phase::CopySlice.job()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }

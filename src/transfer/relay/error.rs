@@ -8,8 +8,8 @@ use crate::jobs::handler::Outcome;
 use crate::registry::ends::EndError;
 use crate::transfer::staging::StagingError;
 
+use super::row::StateError;
 use super::spool::SpoolError;
-use super::state::StateError;
 
 /// What becomes of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

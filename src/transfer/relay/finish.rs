@@ -12,10 +12,11 @@ use serde_json::json;
 use super::queues::source_queue_mbean;
 use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
+use super::row;
 use super::run::{load, load_settings, stop_for_lost_cache};
 use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
 use super::staged::{list_staging, staging_depth};
-use super::state::{self, TransferRun};
+use super::state::{Counters, RelayState, TransferRun};
 use super::window::{self, Resend};
 use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
@@ -139,9 +140,9 @@ pub(crate) async fn end_run(
 ) -> Result<Outcome, RelayError> {
     let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
     let words = (!words.is_empty()).then(|| words.join("; "));
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(tx.conn(), run.id, finished.0, finished.1).await?;
-    state::event(tx.conn(), run.id, "end_proof", proof_event(proof)).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::event(tx.conn(), run.id, finished.0, finished.1).await?;
+    row::event(tx.conn(), run.id, "end_proof", proof_event(proof)).await?;
     tx.complete_and_end_run(end, words.as_deref()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }
@@ -174,7 +175,7 @@ pub(crate) fn prove_end(run: &TransferRun, now: Option<SourceCount>, moved_out_b
 
 /// Why a run ends Partial, in words (`verb`: what the run does to a message, "taken" or "copied"); empty when it
 /// ends Succeeded.
-pub(crate) fn end_words(c: &state::Counters, verb: &str, proof: &Proof, verdict: &Verdict) -> Vec<String> {
+pub(crate) fn end_words(c: &Counters, verb: &str, proof: &Proof, verdict: &Verdict) -> Vec<String> {
     let mut words = Vec::new();
     if c.not_taken() > 0 {
         let causes: Vec<String> = [
@@ -216,11 +217,11 @@ pub(crate) async fn another_pass(
     run.relay.finish_rechecks += 1;
     run.relay.pass_started_at = Some(run.counters.delivered);
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     if let Some(proof) = proof {
         let mut event = proof_event(proof);
         event["pass"] = json!(run.relay.finish_rechecks);
-        state::event(tx.conn(), run.id, "another_pass", event).await?;
+        row::event(tx.conn(), run.id, "another_pass", event).await?;
     }
     tx.complete_and_enqueue(&phase.job()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
@@ -239,7 +240,7 @@ pub async fn return_to_source(
     let settings = load_settings(ctx).await?;
     {
         let mut tx = ctx.lease.begin().await?;
-        state::set_active_state(tx.conn(), run.id, RunState::Returning).await?;
+        row::set_active_state(tx.conn(), run.id, RunState::Returning).await?;
         tx.commit_progress().await?;
     }
     let source = ends::resolve(&ctx.pool, run.plan.source.node_ref(), h.permits()).await?;
@@ -247,7 +248,7 @@ pub async fn return_to_source(
         // Nothing was ever staged: nothing to return, everything selected is still on the source.
         count_left_on_source(&mut run.counters);
         let mut tx = ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.complete_and_end_run(RunState::Returned, None).await?;
         return Ok(Outcome::Committed(tx.commit().await?));
     };
@@ -274,7 +275,7 @@ pub async fn return_to_source(
         let c = &mut run.counters;
         c.returned = (c.returned + moved as i64).max(c.staged - c.delivered - c.dead_lettered - held);
         let mut tx = ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
         if held > 0 {
             return Err(RelayError::transient(
@@ -291,8 +292,8 @@ pub async fn return_to_source(
     count_left_on_source(&mut run.counters);
 
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::event(
         tx.conn(),
         run.id,
         "returned",
@@ -310,7 +311,7 @@ pub async fn return_to_source(
 /// A returned run's selection adds up (SPEC §7, I2): what it never took out of the source — the run was stopped
 /// before it reached them — is counted as not taken, left on the source. `selected` is the count at t0 (never
 /// recomputed); when that is unknown, so is what was left, and the counter stays 0.
-fn count_left_on_source(c: &mut state::Counters) {
+fn count_left_on_source(c: &mut Counters) {
     c.not_taken_left = 0;
     if let Some(selected) = c.selected {
         c.not_taken_left = (selected - c.delivered - c.dead_lettered - c.returned - c.not_taken()).max(0);
@@ -329,7 +330,7 @@ struct InDoubt {
 }
 
 impl InDoubt {
-    fn sort(relay: &state::RelayState, present: &HashSet<i64>) -> InDoubt {
+    fn sort(relay: &RelayState, present: &HashSet<i64>) -> InDoubt {
         let wanted = relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
         let (dead, gone): (Vec<i64>, Vec<i64>) = relay
             .in_doubt
@@ -500,8 +501,8 @@ async fn record_settled(
     run.counters.already_on_target += already;
     run.relay.in_doubt.clear();
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::event(
         tx.conn(),
         run.id,
         "in_doubt_settled",

@@ -37,8 +37,9 @@ use super::finish::{another_pass, count_not_taken, end_run, end_words, prove_end
 use super::guard::{check_source_heap, check_target, BatchSize};
 use super::queues::{create_target_queue, source_queue_mbean};
 use super::refill::whole_queue_left;
+use super::row;
 use super::run::{load, load_settings, stop_outcome, wait_for_room, Step};
-use super::state::{self, RefillIntent, TransferRun};
+use super::state::{RefillIntent, TransferRun};
 use super::Code;
 use super::{fault, Phase, RelayError, TransferHandler};
 use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
@@ -115,8 +116,8 @@ impl<'a> Chunk<'a> {
         };
         let settled = settle(&self.node, &self.source, &mut self.run, &intent, self.id_chunk).await?;
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
-        state::event(tx.conn(), self.run.id, "local_move_settled", settled).await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        row::event(tx.conn(), self.run.id, "local_move_settled", settled).await?;
         tx.commit_progress().await?;
         Ok(())
     }
@@ -139,8 +140,8 @@ impl<'a> Chunk<'a> {
             };
         }
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        state::event(
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::event(
             tx.conn(),
             run.id,
             "local_move_started",
@@ -197,8 +198,8 @@ impl<'a> Chunk<'a> {
         run.relay.waiting_since = None;
         run.counters.batches += 1;
         let mut tx = self.ctx.lease.begin().await?;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        state::set_active_state(tx.conn(), run.id, RunState::Running).await?;
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::set_active_state(tx.conn(), run.id, RunState::Running).await?;
         tx.complete_and_enqueue(&next).await?;
         Ok(Outcome::Committed(tx.commit().await?))
     }
@@ -214,7 +215,7 @@ fn id_chunk(settings: &Settings) -> usize {
 async fn record_intent(ctx: &JobContext, run: &mut TransferRun, intent: RefillIntent) -> Result<(), RelayError> {
     run.relay.refill = Some(intent);
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
     Ok(())
 }
@@ -355,7 +356,7 @@ fn consume_intent(run: &mut TransferRun, intent: &RefillIntent, total: usize) {
 
 async fn save_progress(ctx: &JobContext, run: &TransferRun) -> Result<(), RelayError> {
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
     Ok(())
 }

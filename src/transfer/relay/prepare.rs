@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::queues::create_target_queue;
+use super::row;
 use super::run::{load, load_settings, stop_outcome};
-use super::state;
 use super::Code;
 use super::{Phase, RelayError, TransferHandler};
 use crate::jobs::handler::{JobContext, Outcome};
@@ -56,7 +56,7 @@ pub async fn prepare(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, R
     let _ = conn.close().await;
 
     let mut tx = ctx.lease.begin().await?;
-    state::set_staging(tx.conn(), run.id, &spec.name).await?;
+    row::set_staging(tx.conn(), run.id, &spec.name).await?;
     let mut relay = run.relay.clone();
     relay.prepared = true;
     let mut counters = run.counters.clone();
@@ -67,8 +67,8 @@ pub async fn prepare(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, R
             Selection::Filter(_) => run.selection_size,
         };
     }
-    state::save(tx.conn(), run.id, &relay, &counters).await?;
-    state::event(tx.conn(), run.id, "staging_prepared", json!({ "queue": spec.name, "node": source.label })).await?;
+    row::save(tx.conn(), run.id, &relay, &counters).await?;
+    row::event(tx.conn(), run.id, "staging_prepared", json!({ "queue": spec.name, "node": source.label })).await?;
     tx.complete_and_enqueue(&Phase::Relay.job()).await?;
     Ok(Outcome::Committed(tx.commit().await?))
 }

@@ -7,7 +7,8 @@ use serde_json::json;
 use sqlx::PgConnection;
 
 use super::dmq;
-use super::state::{self, BatchCount, TransferRun};
+use super::row;
+use super::state::{BatchCount, TransferRun};
 use super::RelayError;
 use crate::jobs::RunState;
 
@@ -20,18 +21,18 @@ pub(crate) async fn write_batch(
     count: &BatchCount,
     dead: &dmq::Outcome,
 ) -> Result<Option<String>, RelayError> {
-    state::save(&mut *conn, run.id, &run.relay, &run.counters).await?;
-    state::set_active_state(&mut *conn, run.id, RunState::Running).await?;
+    row::save(&mut *conn, run.id, &run.relay, &run.counters).await?;
+    row::set_active_state(&mut *conn, run.id, RunState::Running).await?;
     if count.one_by_one {
         let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
-        state::event(&mut *conn, run.id, "one_by_one", event).await?;
+        row::event(&mut *conn, run.id, "one_by_one", event).await?;
     }
     for settled in &dead.dead {
-        state::event(&mut *conn, run.id, "dead_lettered", settled.event(run.plan.mode)).await?;
+        row::event(&mut *conn, run.id, "dead_lettered", settled.event(run.plan.mode)).await?;
     }
     let Some(words) = &dead.stop else {
         return Ok(None);
     };
-    state::event(&mut *conn, run.id, "dead_letter_refused", json!({ "why": words })).await?;
+    row::event(&mut *conn, run.id, "dead_letter_refused", json!({ "why": words })).await?;
     Ok(Some(words.clone()))
 }

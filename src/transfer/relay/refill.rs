@@ -7,7 +7,8 @@ use chrono::Utc;
 
 use super::fault;
 use super::queues::source_queue_mbean;
-use super::state::{self, RefillIntent, TransferRun};
+use super::row;
+use super::state::{RefillIntent, TransferRun};
 use super::RelayError;
 use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
@@ -35,7 +36,7 @@ pub(crate) async fn refill(
     };
     run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
 
     let source_mbean = source_queue_mbean(source, run);
@@ -62,7 +63,7 @@ pub(crate) async fn refill(
     }
     run.relay.refill = None;
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
     Ok(())
 }

@@ -6,7 +6,8 @@ use std::ops::ControlFlow;
 use chrono::Utc;
 use serde_json::json;
 
-use super::state::{self, TransferRun};
+use super::row;
+use super::state::TransferRun;
 use super::window::{self, Room};
 use super::Code;
 use super::RelayError;
@@ -20,7 +21,7 @@ pub(crate) type Step<T = ()> = Result<ControlFlow<Outcome, T>, RelayError>;
 
 pub(crate) async fn load(ctx: &JobContext) -> Result<TransferRun, RelayError> {
     let mut conn = ctx.pool.acquire().await?;
-    Ok(state::load(&mut conn, ctx.job.run_id.0).await?)
+    Ok(row::load(&mut conn, ctx.job.run_id.0).await?)
 }
 
 pub(crate) async fn load_settings(ctx: &JobContext) -> Result<Settings, RelayError> {
@@ -48,8 +49,8 @@ pub(crate) async fn stop_for_lost_cache(
         mark.target_started = target_started;
     }
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::event(tx.conn(), run.id, "in_doubt_cache_lost", json!({ "ids": ids, "words": words })).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::event(tx.conn(), run.id, "in_doubt_cache_lost", json!({ "ids": ids, "words": words })).await?;
     tracing::info!(reason = %words, "run ends stopped: its target lost the duplicate-id cache of a batch in doubt");
     tx.end_run(&RunEnd::stopped(words)).await?;
     let committed = tx.commit().await?;
@@ -90,7 +91,7 @@ pub(crate) async fn wait_for_room(
     let mut tx = ctx.lease.begin().await?;
     if waited >= limit {
         run.relay.waiting_since = None;
-        state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
         return Ok(Outcome::Stop {
             reason: format!(
@@ -101,10 +102,10 @@ pub(crate) async fn wait_for_room(
         });
     }
     let first = waited.is_zero();
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    state::set_active_state(tx.conn(), run.id, RunState::Waiting).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::set_active_state(tx.conn(), run.id, RunState::Waiting).await?;
     if first {
-        state::event(tx.conn(), run.id, "waiting_for_room", json!({ "why": why })).await?;
+        row::event(tx.conn(), run.id, "waiting_for_room", json!({ "why": why })).await?;
     }
     tx.commit_progress().await?;
     let delay = waited.num_milliseconds().clamp(1_000, 30_000);

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use artemis_core::{CoreMessage, MessageHeaders};
 
-use super::dmq;
 use super::fault;
 use super::guard::{recheck_after_commit, recheck_before_commit, QueueView};
+use super::poison::{self, Poison};
 use super::receive::{Received, Taken};
 use super::state::{BatchCount, TransferRun};
 use super::Code;
@@ -223,11 +223,11 @@ pub(crate) struct Sent {
     /// Whether the batch went one message per transaction.
     pub one_by_one: bool,
     /// Messages proven poison (SPEC §4.4): never committed on the target; the rest of the batch is.
-    pub poison: Vec<dmq::Poison>,
+    pub poison: Vec<Poison>,
 }
 
 /// [`send_batch`], proving poison (SPEC §4.4): a whole transaction refused for a duplicate or for a refusal that
-/// may be one message's ([`dmq::may_be_poison`]) goes again one message per transaction; there a message the
+/// may be one message's ([`poison::may_be_poison`]) goes again one message per transaction; there a message the
 /// target refuses on its own is tried `target_attempts` times in all. Only when at least one other message of
 /// the batch was committed meanwhile are the refused ones proven poison (returned in [`Sent::poison`]): a batch
 /// where nothing commits says more about the target than about its messages, and stays a transient failure. A
@@ -249,7 +249,7 @@ pub(crate) async fn send_batch_proving(
     }
     let mut already = 0i64;
     let mut committed = 0usize;
-    let mut poison: Vec<dmq::Poison> = Vec::new();
+    let mut poison: Vec<Poison> = Vec::new();
     for (index, (r, headers)) in received.iter().zip(prepared).enumerate() {
         match target.send_alone(index, r, headers, target_attempts).await? {
             Alone::Committed => committed += 1,
@@ -285,7 +285,7 @@ enum Alone {
     /// The target had it already (its duplicate cache refused it).
     Already,
     /// Refused on its own every attempt: poison, if others around it commit.
-    Refused(dmq::Poison),
+    Refused(Poison),
 }
 
 /// The target side of one batch: its transacted session, producer, and the watch on the target queue.
@@ -309,7 +309,7 @@ impl Target<'_> {
         };
         match all.await {
             Ok(()) => Ok(true),
-            Err(SendFailure::Other(e)) if e.is_duplicate_id() || dmq::may_be_poison(&e) => {
+            Err(SendFailure::Other(e)) if e.is_duplicate_id() || poison::may_be_poison(&e) => {
                 let _ = self.session.rollback().await;
                 Ok(false)
             }
@@ -361,12 +361,12 @@ impl Target<'_> {
                     let _ = self.session.rollback().await;
                     return Err(refused);
                 }
-                (SendFailure::Other(e), committing) if dmq::may_be_poison(&e) => {
+                (SendFailure::Other(e), committing) if poison::may_be_poison(&e) => {
                     let _ = self.session.rollback().await;
                     if attempt >= attempts.max(1) {
-                        let reason = dmq::reason_of(&e, committing);
+                        let reason = poison::reason_of(&e, committing);
                         tracing::info!(message = index, attempts = attempt, error = %e, "the target refused a message");
-                        return Ok(Alone::Refused(dmq::Poison { index, error: e, reason, attempts: attempt }));
+                        return Ok(Alone::Refused(Poison { index, error: e, reason, attempts: attempt }));
                     }
                 }
                 (e, _) => return Err(e),

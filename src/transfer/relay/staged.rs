@@ -7,7 +7,8 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::json;
 
-use super::state::{self, TransferRun};
+use super::row;
+use super::state::TransferRun;
 use super::Code;
 use super::{RelayConfig, RelayError};
 use crate::jobs::handler::{JobContext, Outcome};
@@ -32,7 +33,7 @@ pub(crate) async fn check_staging_consumers(
     if consumers == 0 {
         if run.relay.foreign_consumer_since.take().is_some() {
             let mut tx = ctx.lease.begin().await?;
-            state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+            row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
             tx.commit_progress().await?;
         }
         return Ok(None);
@@ -41,7 +42,7 @@ pub(crate) async fn check_staging_consumers(
     let since = *run.relay.foreign_consumer_since.get_or_insert(now);
     let grace = chrono::Duration::from_std(config.connection_ttl * FOREIGN_CONSUMER_GRACE).unwrap_or_default();
     let mut tx = ctx.lease.begin().await?;
-    state::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     if now - since >= grace {
         let reason = format!(
             "staging {staging_queue} has had {consumers} consumer(s) that are not this run's for {} s: messages \
@@ -50,7 +51,7 @@ pub(crate) async fn check_staging_consumers(
             resume or return; grant consume on studio.transfer.# to the product's broker user alone",
             (now - since).num_seconds()
         );
-        state::event(tx.conn(), run.id, "foreign_consumer", json!({ "queue": staging_queue, "consumers": consumers }))
+        row::event(tx.conn(), run.id, "foreign_consumer", json!({ "queue": staging_queue, "consumers": consumers }))
             .await?;
         tx.commit_progress().await?;
         return Ok(Some(Outcome::Stop { reason }));

@@ -4,12 +4,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::jobs::RunState;
 use crate::transfer::plan::Plan;
-use crate::transfer::store::relay as relay_store;
 
 /// The relay's cursor (the `relay` column).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -48,7 +46,7 @@ pub struct RelayState {
     pub dead_letter: Vec<i64>,
     /// Where the batch in doubt began in its target address's count of sent duplicate ids (ADR 0010); kept
     /// while `in_doubt` holds ids, so other runs into the address leave those ids in the target's cache.
-    pub window: Option<super::window::WindowMark>,
+    pub window: Option<WindowMark>,
     /// A move on one node by a filter or the whole queue: how many of the plan's destinations (`Plan::destinations`:
     /// the target, or a retry's original queues) its chunks have emptied of the selection; the next chunk moves
     /// into the one at this index.
@@ -203,93 +201,17 @@ pub struct TransferRun {
     pub stop_reason: Option<String>,
 }
 
-/// Why a run row could not be read as a move.
-#[derive(Debug, thiserror::Error)]
-pub enum StateError {
-    /// Postgres.
-    #[error("reading the run: {0}")]
-    Db(#[from] sqlx::Error),
-    /// A column did not hold what this version writes.
-    #[error("the run's {column} cannot be read: {source}")]
-    Decode {
-        /// Which column.
-        column: &'static str,
-        /// Why.
-        source: serde_json::Error,
-    },
-    /// The run has no plan (it was not made by a preview).
-    #[error("run {0} has no plan: it was not made by a preview")]
-    NoPlan(Uuid),
-}
-
-/// Reads the run `id` as a move (inside a fenced transaction, or on the pool for a first look).
-pub async fn load(conn: &mut PgConnection, id: Uuid) -> Result<TransferRun, StateError> {
-    let row = relay_store::relay_run_load(conn, id).await?;
-    let plan = row.plan.ok_or(StateError::NoPlan(row.id))?;
-    let plan: Plan = serde_json::from_value(plan).map_err(|source| StateError::Decode { column: "plan", source })?;
-    let relay = serde_json::from_value(row.relay).map_err(|source| StateError::Decode { column: "relay", source })?;
-    let counters =
-        serde_json::from_value(row.counters).map_err(|source| StateError::Decode { column: "counters", source })?;
-    let found = |code: &str| {
-        row.preview
-            .as_ref()
-            .and_then(|p| p.get("findings"))
-            .and_then(|f| f.as_array())
-            .is_some_and(|f| f.iter().any(|x| x.get("code").and_then(|c| c.as_str()) == Some(code)))
-    };
-    let create_target = found("target-queue-created");
-    let source_paged = found("source-paged");
-    let selection_size = row.preview.as_ref().and_then(|p| p.get("selection_size")).and_then(|v| v.as_i64());
-    let source_count_at_t0 = row
-        .preview
-        .as_ref()
-        .and_then(|p| p.get("source_count_at_t0"))
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    Ok(TransferRun {
-        id: row.id,
-        plan,
-        relay,
-        counters,
-        staging_queue: row.staging_queue,
-        state: row.state,
-        create_target,
-        source_paged,
-        selection_size,
-        source_count_at_t0,
-        stop_reason: row.stop_reason,
-    })
-}
-
-/// Writes the cursor and the counters (call inside the job's fenced transaction).
-pub async fn save(
-    conn: &mut PgConnection,
-    id: Uuid,
-    relay: &RelayState,
-    counters: &Counters,
-) -> Result<(), sqlx::Error> {
-    relay_store::relay_run_save(conn, id, relay, counters).await
-}
-
-/// Records the staging queue's name on the run (fenced).
-pub async fn set_staging(conn: &mut PgConnection, id: Uuid, staging: &str) -> Result<(), sqlx::Error> {
-    relay_store::relay_run_set_staging(conn, id, staging).await
-}
-
-/// Sets the state of a run that holds its slot: `running` or `waiting` (for room on the target). A run in any
-/// other state is left alone.
-pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: RunState) -> Result<(), sqlx::Error> {
-    debug_assert!(matches!(state, RunState::Running | RunState::Waiting | RunState::Returning));
-    relay_store::relay_run_set_active_state(conn, id, state).await
-}
-
-/// Records an event on the run (inside the caller's transaction).
-pub async fn event(
-    conn: &mut PgConnection,
-    id: Uuid,
-    kind: &str,
-    detail: serde_json::Value,
-) -> Result<(), sqlx::Error> {
-    relay_store::relay_event_insert(conn, id, kind, &detail).await
+/// Where a run's batch in doubt began in its target address's count of sent ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowMark {
+    /// `cluster/node/address` ([`key`]).
+    pub target: String,
+    /// The address's count of sent ids before the batch's own.
+    pub start: i64,
+    /// When the target broker had started ([`BrokerState::started_millis`]) as the batch was recorded in doubt:
+    /// a later start means a restart or failover, which a cache that is not persisted does not survive.
+    #[serde(default)]
+    pub target_started: Option<i64>,
 }
 
 #[cfg(test)]
@@ -347,7 +269,7 @@ mod tests {
             foreign_consumer_since: None,
             retry_ids: vec![11],
             dead_letter: vec![4],
-            window: Some(super::super::window::WindowMark {
+            window: Some(WindowMark {
                 target: "west/west-1/q".into(),
                 start: 400,
                 target_started: Some(1_700_000_000_000),

@@ -15,7 +15,6 @@
 //! What this cannot see: producers outside this product that set duplicate ids on the same address share the
 //! ring too. The preview asks for a cache of at least 10 × the batch size for that reason.
 
-use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -26,18 +25,7 @@ use crate::transfer::plan::QueueRef;
 use crate::transfer::proof::same_start;
 use crate::transfer::store::window as window_store;
 
-/// Where a run's batch in doubt began in its target address's count of sent ids.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WindowMark {
-    /// `cluster/node/address` ([`key`]).
-    pub target: String,
-    /// The address's count of sent ids before the batch's own.
-    pub start: i64,
-    /// When the target broker had started ([`BrokerState::started_millis`]) as the batch was recorded in doubt:
-    /// a later start means a restart or failover, which a cache that is not persisted does not survive.
-    #[serde(default)]
-    pub target_started: Option<i64>,
-}
+pub use super::state::WindowMark;
 
 /// The window's key for a target: its cluster, node and address. A failover keeps the node's name (and a shared
 /// store keeps a persisted cache), so it keeps the key.

@@ -5,7 +5,18 @@
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-use crate::transfer::actions::Confirmation;
+/// What the operator confirms at execute.
+#[derive(Debug, Clone, Default)]
+pub struct Confirmation {
+    /// The plan hash the preview showed.
+    pub plan_hash: String,
+    /// The needs-acknowledgement codes acknowledged.
+    pub acknowledged: Vec<String>,
+    /// The source queue's name, typed (a move, over the safety cap, or of unknown size).
+    pub typed_queue: Option<String>,
+    /// The safety cap explicitly overridden.
+    pub override_cap: bool,
+}
 
 /// What the SQL action functions return (`transfer_action_result`).
 #[derive(Debug, Clone, sqlx::FromRow)]

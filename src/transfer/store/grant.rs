@@ -4,7 +4,8 @@
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-use crate::transfer::permissions::{Grant, GrantRow, Permission};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 /// What decides the grants a run needs (`run_grant_needs.sql`); each may be missing on a hand-made row.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -19,17 +20,32 @@ pub struct RunGrantNeeds {
     pub target_cluster: Option<String>,
 }
 
-/// `grant_held.sql`: whether `principal` holds `permission` on `cluster`.
+/// A row of `transfer_grant`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct GrantRow {
+    /// Who holds it.
+    pub principal: String,
+    /// On which cluster (`*`: every cluster).
+    pub cluster: String,
+    /// What.
+    pub permission: String,
+    /// Who granted it.
+    pub granted_by: String,
+    /// When.
+    pub granted_at: DateTime<Utc>,
+}
+
+/// `grant_held.sql`: whether `principal` holds `permission` (its stored name) on `cluster`.
 pub async fn grant_held(
     db: impl PgExecutor<'_>,
     principal: &str,
     cluster: &str,
-    permission: Permission,
+    permission: &str,
 ) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar(include_str!("../sql/grant_held.sql"))
         .bind(principal)
         .bind(cluster)
-        .bind(permission.as_str())
+        .bind(permission)
         .fetch_one(db)
         .await
 }
@@ -62,24 +78,36 @@ pub async fn grant_admin_exists(db: impl PgExecutor<'_>) -> Result<bool, sqlx::E
     sqlx::query_scalar(include_str!("../sql/grant_admin_exists.sql")).fetch_one(db).await
 }
 
-/// `grant_insert.sql`: `grant`, granted by `by`; false when it was held already.
-pub async fn grant_insert(db: impl PgExecutor<'_>, grant: &Grant, by: &str) -> Result<bool, sqlx::Error> {
+/// `grant_insert.sql`: `permission` (its stored name) on `cluster` to `principal`, granted by `by`; false when it
+/// was held already.
+pub async fn grant_insert(
+    db: impl PgExecutor<'_>,
+    principal: &str,
+    cluster: &str,
+    permission: &str,
+    by: &str,
+) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(include_str!("../sql/grant_insert.sql"))
-        .bind(&grant.principal)
-        .bind(&grant.cluster)
-        .bind(grant.permission.as_str())
+        .bind(principal)
+        .bind(cluster)
+        .bind(permission)
         .bind(by)
         .execute(db)
         .await?;
     Ok(done.rows_affected() == 1)
 }
 
-/// `grant_delete.sql`: false when `grant` was not held.
-pub async fn grant_delete(db: impl PgExecutor<'_>, grant: &Grant) -> Result<bool, sqlx::Error> {
+/// `grant_delete.sql`: false when `principal` did not hold `permission` (its stored name) on `cluster`.
+pub async fn grant_delete(
+    db: impl PgExecutor<'_>,
+    principal: &str,
+    cluster: &str,
+    permission: &str,
+) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(include_str!("../sql/grant_delete.sql"))
-        .bind(&grant.principal)
-        .bind(&grant.cluster)
-        .bind(grant.permission.as_str())
+        .bind(principal)
+        .bind(cluster)
+        .bind(permission)
         .execute(db)
         .await?;
     Ok(done.rows_affected() == 1)
