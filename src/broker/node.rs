@@ -79,10 +79,26 @@ impl NodeAccess {
     /// stalls the broker gives the messages it was delivering to it back to the queue soon, and another
     /// worker can take them over once the lease expires.
     pub async fn connect(&self, ttl: Duration) -> Result<Connection, artemis_core::Error> {
-        let options = ConnectOptions::from_url(&self.core_url)?
-            .credentials(self.user.clone(), self.password.expose().clone())
-            .connection_ttl(ttl)
-            .call_timeout(Duration::from_secs(30));
-        Connection::connect(&options).await
+        connect_core(&self.core_url, &self.user, &self.password, Duration::from_secs(30), Some(ttl)).await
     }
+}
+
+/// Opens a Core connection to `core_url` as `user`, each answered call waiting at most `call_timeout`, with the
+/// connection TTL `ttl` (`None`: the client's default). The one place the app builds Core connect options: an end
+/// a job resolved connects through [`NodeAccess::connect`], an operator's call on a node it reached itself (an
+/// orphan's return) here.
+pub async fn connect_core(
+    core_url: &str,
+    user: &str,
+    password: &Secret<String>,
+    call_timeout: Duration,
+    ttl: Option<Duration>,
+) -> Result<Connection, artemis_core::Error> {
+    let mut options = ConnectOptions::from_url(core_url)?
+        .credentials(user.to_string(), password.expose().clone())
+        .call_timeout(call_timeout);
+    if let Some(ttl) = ttl {
+        options = options.connection_ttl(ttl);
+    }
+    Connection::connect(&options).await
 }

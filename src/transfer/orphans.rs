@@ -35,6 +35,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::broker::jolokia::{BrokerManagement, JolokiaError, Request};
+use crate::broker::node::connect_core;
 use crate::broker::permits::PermitSource;
 use crate::registry::live::live_endpoint_limited;
 use crate::registry::{store, Credentials, RegistryError};
@@ -387,10 +388,7 @@ async fn return_checked(
         destinations.check(to, 0)?;
     }
     // The orphan is listed over Core, which carries every legal message (see `staging::list_over_core`).
-    let options = artemis_core::ConnectOptions::from_url(&endpoint.core_url)?
-        .credentials(credentials.user.clone(), credentials.password.expose().clone())
-        .call_timeout(CALL_TIMEOUT);
-    let conn = artemis_core::Connection::connect(&options).await?;
+    let conn = connect_core(&endpoint.core_url, &credentials.user, &credentials.password, CALL_TIMEOUT, None).await?;
     let done = return_in_rounds(&conn, &mgmt, request, &destinations).await?;
     let left = staging::depth(&mgmt, queue).await?;
     if left.messages > 0 {

@@ -1,23 +1,23 @@
-//! One relay batch of a move (SPEC §4.2) as a pipeline: [`relay`] drives a [`Batch`] through its steps, each a
-//! method that either goes on (with what the next step needs) or ends the job with an outcome.
+//! One relay batch of a move (SPEC §4.2): the move's [`Take`] — received from staging, acknowledged there —
+//! driven through the steps every batch goes through by `pipeline::batch`; [`relay`] is the job.
 //!
 //! The order of the steps is what makes a batch exactly-once; each names what a crash right after it leaves
 //! behind, and how the next claim settles it:
 //!
 //! | step | durable before the next step | a crash right after it |
 //! |---|---|---|
-//! | [`Batch::guard`]: both ends re-resolved, the target re-checked | nothing | nothing happened |
-//! | [`Batch::staging_is_ours`] | when a consumer not this run's was first seen | the wait goes on |
-//! | [`Batch::reconcile`] the previous attempt from broker truth | dead-lettered ids counted, out of doubt | repeated: broker truth again |
-//! | [`Batch::resend_is_safe`] | — | — |
-//! | [`Batch::top_up`] staging | the refill's intent, fenced, before the broker's move; its result after | intent pending: settled by the reconcile |
-//! | [`Batch::take`] from staging | large bodies spooled as they arrive | the broker gives the batch back to staging (connection closed) |
-//! | [`Batch::mark_in_doubt`] | the batch's staging ids, fenced, counted into the target's duplicate-id window | messages back in staging; re-sent, duplicates dropped by the target |
-//! | [`Batch::send`], the target commit | the target holds the batch | re-sent from staging; the target's duplicate cache drops them |
-//! | [`Batch::mark_poison`] | the dead-letter intent, fenced | the reconcile counts the named ids dead-lettered once gone |
-//! | [`Batch::acknowledge`], the source commit | staging no longer holds the batch | the reconcile finds them gone: delivered |
-//! | [`Batch::dead_letter`] (dmq.rs) | poison on a DMQ, out of staging | gone, named by the intent: dead-lettered |
-//! | [`Batch::record`] | counters, in-doubt cleared, this job completed and the next enqueued, in one fenced transaction | — |
+//! | prepare: [`Batch::guard`], both ends re-resolved, the target re-checked | nothing | nothing happened |
+//! | prepare: [`Batch::staging_is_ours`] | when a consumer not this run's was first seen | the wait goes on |
+//! | prepare: [`Batch::reconcile`] the previous attempt from broker truth | dead-lettered ids counted, out of doubt | repeated: broker truth again |
+//! | prepare: [`Batch::resend_is_safe`] | — | — |
+//! | prepare: [`Batch::top_up`] staging | the refill's intent, fenced, before the broker's move; its result after | intent pending: settled by the reconcile |
+//! | take: [`Batch::receive`] from staging | large bodies spooled as they arrive | the broker gives the batch back to staging (connection closed) |
+//! | mark in doubt: [`Batch::mark_staging_ids`] | the batch's staging ids, fenced, counted into the target's duplicate-id window | messages back in staging; re-sent, duplicates dropped by the target |
+//! | send: the target looked at, then [`Batch::send_to_target`], the target commit | the target holds the batch | re-sent from staging; the target's duplicate cache drops them |
+//! | settle the source: [`Batch::mark_poison`] | the dead-letter intent, fenced | the reconcile counts the named ids dead-lettered once gone |
+//! | settle the source: [`Batch::acknowledge`], the source commit | staging no longer holds the batch | the reconcile finds them gone: delivered |
+//! | dead-letter: [`Batch::dead_letter_staged`] (dmq.rs) | poison on a DMQ, out of staging | gone, named by the intent: dead-lettered |
+//! | record: [`Batch::write_record`] | counters, in-doubt cleared, this job completed and the next enqueued, in one fenced transaction | — |
 //!
 //! The duplicate id of each message is `studio:<run>:<staging message id>` (docs/adr/0005): stable across
 //! every re-send of the same staged message, so the target keeps each one once. Why a pipeline of this shape,
@@ -32,6 +32,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
+use super::pipeline::{self, Dealt, Take};
+use super::poison::Poison;
 use super::queues::target_facts;
 use super::receive::{receive_batch, Limits, Received, Taken};
 use super::record::write_batch;
@@ -70,33 +72,10 @@ pub async fn relay(
         return Ok(revoked);
     }
     let mut b = Batch::load(h, ctx, config, spool).await?;
-    let ends = go_on!(b.guard().await);
-    let mut source = b.open_source(&ends.source).await?;
-    go_on!(b.staging_is_ours(&source.conn).await);
-    let mut settled = go_on!(b.reconcile(&ends.source, &source.conn).await);
-    go_on!(b.resend_is_safe(&ends.facts, &settled).await);
-    go_on!(b.settle_if_stopping(&settled).await);
-    go_on!(b.top_up(&ends.source, &source.conn, &settled).await);
-    let taken = b.take(&mut source, &ends.facts).await?;
-    if taken.received.is_empty() {
-        return b.nothing_received(&source.conn, settled).await;
-    }
-    fault::reach("receive");
-    let target_conn = h.links.take(&ends.target, config.connection_ttl).await?;
-    let watch = TargetWatch::start(&target_conn, &b.run.plan.target.queue, &b.run.plan.target.display()).await?;
-    b.laps.lap("target-connect");
-    go_on!(b.mark_in_doubt(&mut source, &taken, &mut settled, &ends.facts).await);
-    let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
-    let route = Route::of(&b.run, &ends.facts);
-    let landed = go_on!(b.send(&mut source, &target_session, &watch, &taken, &settled, &route).await);
-    b.mark_poison(&taken, &landed).await?;
-    b.acknowledge(&mut source, &taken, &landed).await?;
-    let count = landed.count(&taken);
-    let dead = b.dead_letter(&mut source, taken.received, landed.sent.poison, &route).await?;
-    let committed = go_on!(b.record(&source.conn, settled, &taken.ids, count, dead).await);
-    drop(watch);
-    b.close(source, target_conn, target_session).await;
-    Ok(Outcome::Committed(committed))
+    Ok(match pipeline::batch(&mut b).await? {
+        ControlFlow::Continue(committed) => Outcome::Committed(committed),
+        ControlFlow::Break(outcome) => outcome,
+    })
 }
 
 /// What one batch job works with, from its start to its record.
@@ -135,6 +114,107 @@ impl SourceSide {
     async fn give_back(&mut self) {
         self.consumer = None;
         let _ = self.session.rollback().await;
+    }
+}
+
+/// What a move's batch works with from its guard to its record.
+struct Ready {
+    ends: Ends,
+    source: SourceSide,
+    settled: Settled,
+    route: Route,
+    /// Once the batch has something to send.
+    target: Option<TargetSide>,
+}
+
+/// The target side of a batch: its connection, and the transacted session it was sent in.
+struct TargetSide {
+    conn: Link,
+    session: Option<Session>,
+}
+
+/// A move's take (the module doc's table): received from staging, acknowledged there.
+impl Take for Batch<'_> {
+    type Ready = Ready;
+    type Done = Committed;
+
+    /// Steps 0–1: the ends guarded, staging the run's alone, the previous attempt reconciled, a resend checked
+    /// safe, a stop with nothing in doubt taken, staging topped up.
+    async fn prepare(&mut self) -> Step<Ready> {
+        let ends = go_on_step!(self.guard().await);
+        let source = self.open_source(&ends.source).await?;
+        go_on_step!(self.staging_is_ours(&source.conn).await);
+        let settled = go_on_step!(self.reconcile(&ends.source, &source.conn).await);
+        go_on_step!(self.resend_is_safe(&ends.facts, &settled).await);
+        go_on_step!(self.settle_if_stopping(&settled).await);
+        go_on_step!(self.top_up(&ends.source, &source.conn, &settled).await);
+        let route = Route::of(&self.run, &ends.facts);
+        Ok(ControlFlow::Continue(Ready { ends, source, settled, route, target: None }))
+    }
+
+    async fn take(&mut self, ready: &mut Ready) -> Result<Taken, RelayError> {
+        self.receive(&mut ready.source, &ready.ends.facts).await
+    }
+
+    async fn nothing_taken(&mut self, ready: Ready) -> Step<Committed> {
+        Ok(ControlFlow::Break(self.nothing_received(&ready.source.conn, ready.settled).await?))
+    }
+
+    async fn open_target(&mut self, ready: &mut Ready) -> Result<(), RelayError> {
+        fault::reach("receive");
+        let conn = self.h.links.take(&ready.ends.target, self.config.connection_ttl).await?;
+        self.laps.lap("target-connect");
+        ready.target = Some(TargetSide { conn, session: None });
+        Ok(())
+    }
+
+    async fn mark_in_doubt(&mut self, ready: &mut Ready, taken: &Taken) -> Step {
+        self.mark_staging_ids(&mut ready.source, taken, &mut ready.settled, &ready.ends.facts).await
+    }
+
+    /// Step 4: the target queue looked at just before the sends (a refusal there takes the batch out of doubt,
+    /// since nothing was sent), then the batch sent in one transaction and committed.
+    async fn send(&mut self, ready: &mut Ready, taken: &Taken) -> Step<Landed> {
+        let Ready { source, settled, route, target, .. } = ready;
+        let Some(target) = target.as_mut() else {
+            return Err(RelayError::transient(Code::Core, "the batch's target connection was not opened"));
+        };
+        let (queue, display) = (&self.run.plan.target.queue, self.run.plan.target.display());
+        let watch = match TargetWatch::start(&target.conn, queue, &display).await {
+            Ok(watch) => watch,
+            Err(e) => {
+                self.give_back_unsent(source, settled, true).await?;
+                return Err(e);
+            }
+        };
+        let session = target.conn.create_session(SessionOptions::transacted()).await?;
+        let landed = self.send_to_target(source, &session, &watch, taken, settled, route).await;
+        target.session = Some(session);
+        landed
+    }
+
+    /// Steps 5 and 5a: the dead-letter intent, then the batch but its poison acknowledged from staging.
+    async fn settle_source(&mut self, ready: &mut Ready, taken: &Taken, landed: &Landed) -> Result<(), RelayError> {
+        self.mark_poison(taken, landed).await?;
+        self.acknowledge(&mut ready.source, taken, landed).await
+    }
+
+    async fn dead_letter(
+        &mut self,
+        ready: &mut Ready,
+        taken: Taken,
+        poison: Vec<Poison>,
+    ) -> Result<dmq::Outcome, RelayError> {
+        self.dead_letter_staged(&mut ready.source, taken.received, poison, &ready.route).await
+    }
+
+    /// Step 6, then the batch's connections closed (back to the pool when they close in time).
+    async fn record(&mut self, ready: Ready, dealt: Dealt) -> Step<Committed> {
+        let Ready { source, settled, target, .. } = ready;
+        let committed =
+            go_on_step!(self.write_record(&source.conn, settled, &dealt.ids, dealt.count, dealt.dead).await);
+        self.close(source, target).await;
+        Ok(ControlFlow::Continue(committed))
     }
 }
 
@@ -330,7 +410,7 @@ impl<'a> Batch<'a> {
 
     /// Step 2: up to a batch received from staging (no more than the target's cache can hold), large bodies
     /// spooled as they arrive.
-    async fn take(&mut self, source: &mut SourceSide, facts: &EndFacts) -> Result<Taken, RelayError> {
+    async fn receive(&mut self, source: &mut SourceSide, facts: &EndFacts) -> Result<Taken, RelayError> {
         self.spool.check_free(self.settings.batch_bytes)?;
         let mut consumer = match source.session.create_consumer(&self.staging_queue, ConsumerOptions::default()).await {
             Ok(c) => c,
@@ -354,7 +434,7 @@ impl<'a> Batch<'a> {
 
     /// A receive that got nothing: either staging's messages are held by a consumer that is gone (wait), or the
     /// run has relayed everything (finish), or the selection still has more to refill (next batch).
-    async fn nothing_received(mut self, conn: &Connection, settled: Settled) -> Result<Outcome, RelayError> {
+    async fn nothing_received(&mut self, conn: &Connection, settled: Settled) -> Result<Outcome, RelayError> {
         let held = staging_depth(conn, &self.staging_queue).await?;
         if held > 0 || !settled.still_in_doubt.is_empty() {
             return Ok(Outcome::Snooze {
@@ -378,7 +458,7 @@ impl<'a> Batch<'a> {
     /// Step 3: the batch's staging ids recorded as in doubt, fenced, before anything is sent, counted into the
     /// target address's duplicate-id window — unless they could push another run's batch in doubt out of the
     /// target's cache: then they go back to staging and the run waits (window.rs).
-    async fn mark_in_doubt(
+    async fn mark_staging_ids(
         &mut self,
         source: &mut SourceSide,
         taken: &Taken,
@@ -409,7 +489,7 @@ impl<'a> Batch<'a> {
     /// Step 4: the batch sent to the target FQQN in one transaction, each message with its duplicate id and trace,
     /// and committed (poison proven one message per transaction: see [`send_batch_proving`]). A refusal or a full
     /// target gives the batch back to staging.
-    async fn send(
+    async fn send_to_target(
         &mut self,
         source: &mut SourceSide,
         target_session: &Session,
@@ -429,13 +509,7 @@ impl<'a> Batch<'a> {
             Err(SendFailure::Refused { words, one_by_one }) => {
                 // Rolled back on the target: the batch is in staging only (in one-by-one mode the messages before
                 // the refusal may be on the target as well, so the batch stays in doubt).
-                source.give_back().await;
-                if !one_by_one {
-                    self.run.relay.in_doubt = settled.still_in_doubt.clone();
-                }
-                let mut tx = self.ctx.lease.begin().await?;
-                row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
-                tx.commit_progress().await?;
+                self.give_back_unsent(source, settled, !one_by_one).await?;
                 Err(RelayError::refused(Code::TargetChanged, words))
             }
             Err(SendFailure::Full(e)) => {
@@ -450,6 +524,24 @@ impl<'a> Batch<'a> {
                 Err(RelayError::transient_in(Code::Core, "sending the batch to the target", e))
             }
         }
+    }
+
+    /// The batch given back to staging after the target refused it; `unsent` (nothing of it can be on the target)
+    /// takes it out of doubt, fenced.
+    async fn give_back_unsent(
+        &mut self,
+        source: &mut SourceSide,
+        settled: &Settled,
+        unsent: bool,
+    ) -> Result<(), RelayError> {
+        source.give_back().await;
+        if unsent {
+            self.run.relay.in_doubt = settled.still_in_doubt.clone();
+        }
+        let mut tx = self.ctx.lease.begin().await?;
+        row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
+        tx.commit_progress().await?;
+        Ok(())
     }
 
     /// The dead-letter intent, fenced, before any source transaction that could take the proven poison out of
@@ -481,11 +573,11 @@ impl<'a> Batch<'a> {
     }
 
     /// Step 5b: the proven poison to a dead message queue, each in its own source transaction (SPEC §4.4).
-    async fn dead_letter(
+    async fn dead_letter_staged(
         &mut self,
         source: &mut SourceSide,
         received: Vec<Received>,
-        poison: Vec<super::poison::Poison>,
+        poison: Vec<Poison>,
         route: &Route,
     ) -> Result<dmq::Outcome, RelayError> {
         if poison.is_empty() {
@@ -504,12 +596,12 @@ impl<'a> Batch<'a> {
 
     /// Step 6: one fenced transaction — counters, in-doubt cleared, this job completed, the next one enqueued
     /// (paced) — or, when a poison message found no DMQ, what the batch did recorded and the run stopped.
-    async fn record(
+    async fn write_record(
         &mut self,
         conn: &Connection,
         settled: Settled,
         batch_ids: &[i64],
-        mut count: BatchCount,
+        count: BatchCount,
         dead: dmq::Outcome,
     ) -> Step<Committed> {
         let ids: HashSet<i64> = batch_ids.iter().copied().collect();
@@ -517,7 +609,6 @@ impl<'a> Batch<'a> {
         relay.in_doubt = settled.still_in_doubt.into_iter().filter(|id| !ids.contains(id)).collect();
         relay.waiting_since = None;
         relay.dead_letter.clear();
-        count.dead_lettered = dead.dead.len() as i64;
         self.run.counters.add_batch(&count);
         self.run.counters.delivered += settled.reconciled;
         let remaining = staging_depth(conn, &self.staging_queue).await?;
@@ -549,18 +640,28 @@ impl<'a> Batch<'a> {
     /// returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over) gets
     /// CLOSE_WAIT, then whatever is still open is dropped (its sockets closed). Connections whose sessions all
     /// closed go back to the pool for the next batch (`crate::broker::core_pool` says why that is safe).
-    async fn close(mut self, source: SourceSide, target_conn: Link, target_session: Session) {
+    async fn close(&mut self, source: SourceSide, target: Option<TargetSide>) {
         let SourceSide { conn: source_conn, session, consumer } = source;
+        let (target_conn, target_session) = match target {
+            Some(TargetSide { conn, session }) => (Some(conn), session),
+            None => (None, None),
+        };
         let closing = async {
             let consumer_closed = match consumer {
                 Some(consumer) => consumer.close().await.is_ok(),
                 None => true,
             };
-            consumer_closed && session.close().await.is_ok() && target_session.close().await.is_ok()
+            let target_closed = match target_session {
+                Some(s) => s.close().await.is_ok(),
+                None => true,
+            };
+            consumer_closed && session.close().await.is_ok() && target_closed
         };
         if tokio::time::timeout(CLOSE_WAIT, closing).await.unwrap_or(false) {
             self.h.links.give_back(source_conn);
-            self.h.links.give_back(target_conn);
+            if let Some(conn) = target_conn {
+                self.h.links.give_back(conn);
+            }
         }
         self.laps.lap("close");
         tracing::debug!(run = %self.run.id, laps = %self.laps, "batch timings");

@@ -9,6 +9,9 @@
 //! ([`RelayConfig::within_deadline`]), and a paced wait that would outlast it ends it at once, its continuation
 //! due when the wait would have ended: a slice is never stopped at the deadline while it is working.
 //!
+//! Each batch is the copy's take ([`CopyBatch`]) through the steps every relay batch goes through
+//! (`pipeline::batch`):
+//!
 //! | step | durable before the next step | a crash right after it |
 //! |---|---|---|
 //! | [`Slice::browse`] up to a batch, minus ledger ids | nothing | nothing happened |
@@ -36,6 +39,8 @@ use serde_json::json;
 use super::dmq;
 use super::finish::{another_pass, end_run, end_words, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize};
+use super::pipeline::{self, Dealt, Take};
+use super::poison::Poison;
 use super::queues::target_facts;
 use super::receive::{Received, Taken};
 use super::record::write_batch;
@@ -171,6 +176,96 @@ impl Batched {
     }
 }
 
+/// One batch of a slice: the copy's take (the module doc's table), browsed past the ledger, the source never
+/// touched.
+struct CopyBatch<'s, 'a> {
+    slice: &'s mut Slice<'a>,
+    started: DateTime<Utc>,
+    settings: Settings,
+    /// At most this many (what is left of a whole-queue copy, the batch size).
+    batch_size: usize,
+}
+
+/// What a copy's batch works with from its guard to its record.
+struct Ready {
+    target: NodeAccess,
+    facts: EndFacts,
+    route: Route,
+    batch_size: usize,
+}
+
+impl Take for CopyBatch<'_, '_> {
+    type Ready = Ready;
+    type Done = Batched;
+
+    /// The target guarded, with the batch no larger than its duplicate-id cache can hold.
+    async fn prepare(&mut self) -> Step<Ready> {
+        let (slice, settings) = (&mut *self.slice, &self.settings);
+        let (target, facts) = target_facts(slice.h, slice.ctx, &slice.run).await?;
+        let cap = window::batch_cap(settings.batch_size.max(1), facts.duplicate_cache_size()) as usize;
+        let batch_size = self.batch_size.min(cap);
+        if let Some(words) = guard_target(&slice.run, &facts, batch_size, settings)? {
+            return Ok(ControlFlow::Break(wait_for_room(slice.ctx, &mut slice.run, settings, words).await?));
+        }
+        let route = Route::of(&slice.run, &facts);
+        Ok(ControlFlow::Continue(Ready { target, facts, route, batch_size }))
+    }
+
+    async fn take(&mut self, ready: &mut Ready) -> Result<Taken, RelayError> {
+        let browsed = self.slice.browse(ready.batch_size, &self.settings).await?;
+        fault::reach("copy-browse");
+        Ok(browsed)
+    }
+
+    /// The selection is browsed to its end: the slice ends.
+    async fn nothing_taken(&mut self, _: Ready) -> Step<Batched> {
+        Ok(ControlFlow::Continue(Batched { messages: 0, started: self.started, rate: 1.0, last: true }))
+    }
+
+    async fn open_target(&mut self, ready: &mut Ready) -> Result<(), RelayError> {
+        let slice = &mut *self.slice;
+        if slice.target_conn.is_none() {
+            slice.target_conn = Some(slice.h.links.take(&ready.target, slice.config.connection_ttl).await?);
+        }
+        Ok(())
+    }
+
+    async fn mark_in_doubt(&mut self, ready: &mut Ready, taken: &Taken) -> Step {
+        self.slice.mark_in_doubt(taken, &ready.facts, &self.settings).await
+    }
+
+    async fn send(&mut self, ready: &mut Ready, taken: &Taken) -> Step<Landed> {
+        self.slice.send(taken, &ready.route, &self.settings).await
+    }
+
+    /// Nothing: a copy never touches the source.
+    async fn settle_source(&mut self, _: &mut Ready, _: &Taken, _: &Landed) -> Result<(), RelayError> {
+        Ok(())
+    }
+
+    async fn dead_letter(
+        &mut self,
+        ready: &mut Ready,
+        taken: Taken,
+        poison: Vec<Poison>,
+    ) -> Result<dmq::Outcome, RelayError> {
+        self.slice.dead_letter(&taken, poison, &ready.route, &self.settings).await
+    }
+
+    /// The ledger and counters recorded; the batch's pacing for the slice.
+    async fn record(&mut self, _: Ready, dealt: Dealt) -> Step<Batched> {
+        let messages = dealt.count.delivered;
+        go_on_step!(self.slice.record(&dealt.ids, &dealt.poisoned, dealt.count, dealt.dead).await);
+        let last = self.slice.browsed_to_end;
+        Ok(ControlFlow::Continue(Batched {
+            messages,
+            started: self.started,
+            rate: self.settings.messages_per_second,
+            last,
+        }))
+    }
+}
+
 impl<'a> Slice<'a> {
     /// The source's browser with the frozen filter (a browse consumes nothing).
     async fn open(
@@ -217,8 +312,9 @@ impl<'a> Slice<'a> {
         })
     }
 
-    /// One batch: grants re-checked, the target guarded, a batch browsed past the ledger, marked in doubt, sent,
-    /// its poison dead-lettered, and the ledger and counters recorded.
+    /// One batch: grants re-checked, what is left to copy counted, then the copy's [`Take`] through the steps
+    /// every batch goes through (`pipeline::batch`): the target guarded, a batch browsed past the ledger, marked in
+    /// doubt, sent, its poison dead-lettered, and the ledger and counters recorded.
     async fn batch(&mut self) -> Step<Batched> {
         // Before every batch, as a move's (SPEC §9): nothing is in doubt between a copy's batches, so a revoked
         // grant stops the run at once.
@@ -227,48 +323,18 @@ impl<'a> Slice<'a> {
         }
         let started = Utc::now();
         let settings = load_settings(self.ctx).await?;
-        let nothing = |last| ControlFlow::Continue(Batched { messages: 0, started, rate: 1.0, last });
         // A whole-queue copy copies at most the messages counted at t0 (as a move takes them; see
         // `whole_queue_left`): a producer sending timestamp 0 behind the browser does not keep it going.
         let counters = &self.run.counters;
         let batch_size = match whole_queue_left(&self.run, counters.delivered + counters.dead_lettered) {
             Some(0) => {
                 self.browsed_to_end = true;
-                return Ok(nothing(true));
+                return Ok(ControlFlow::Continue(Batched { messages: 0, started, rate: 1.0, last: true }));
             }
             Some(left) => (settings.batch_size.max(1) as usize).min(left as usize),
             None => settings.batch_size.max(1) as usize,
         };
-        let (target, facts) = target_facts(self.h, self.ctx, &self.run).await?;
-        let cap = window::batch_cap(settings.batch_size.max(1), facts.duplicate_cache_size()) as usize;
-        let batch_size = batch_size.min(cap);
-        if let Some(words) = guard_target(&self.run, &facts, batch_size, &settings)? {
-            return Ok(ControlFlow::Break(wait_for_room(self.ctx, &mut self.run, &settings, words).await?));
-        }
-        let browsed = self.browse(batch_size, &settings).await?;
-        fault::reach("copy-browse");
-        if browsed.received.is_empty() {
-            return Ok(nothing(true));
-        }
-        if let ControlFlow::Break(outcome) = self.mark_in_doubt(&browsed, &facts, &settings).await? {
-            return Ok(ControlFlow::Break(outcome));
-        }
-        let route = Route::of(&self.run, &facts);
-        let landed = match self.send(&target, &browsed, &route, &settings).await? {
-            ControlFlow::Continue(landed) => landed,
-            ControlFlow::Break(outcome) => return Ok(ControlFlow::Break(outcome)),
-        };
-        let mut count = landed.count(&browsed);
-        let poisoned = landed.poisoned();
-        let dead = self.dead_letter(&browsed, landed.sent.poison, &route, &settings).await?;
-        count.dead_lettered = dead.dead.len() as i64;
-        let recorded = self.record(&browsed, &poisoned, count, dead).await?;
-        Ok(recorded.map_continue(|()| Batched {
-            messages: count.delivered,
-            started,
-            rate: settings.messages_per_second,
-            last: self.browsed_to_end,
-        }))
+        pipeline::batch(&mut CopyBatch { slice: self, started, settings, batch_size }).await
     }
 
     /// Up to `batch_size` selected messages the ledger does not hold, large bodies to the spool.
@@ -343,10 +409,7 @@ impl<'a> Slice<'a> {
 
     /// Sent in one target transaction (one by one after a duplicate), checked before its commit. Returns what
     /// landed and how many lacked their original id.
-    async fn send(&mut self, target: &NodeAccess, browsed: &Taken, route: &Route, settings: &Settings) -> Step<Landed> {
-        if self.target_conn.is_none() {
-            self.target_conn = Some(self.h.links.take(target, self.config.connection_ttl).await?);
-        }
+    async fn send(&mut self, browsed: &Taken, route: &Route, settings: &Settings) -> Step<Landed> {
         let Some(conn) = self.target_conn.as_ref() else {
             return Err(RelayError::transient(
                 Code::Core,
@@ -386,7 +449,7 @@ impl<'a> Slice<'a> {
     async fn dead_letter(
         &mut self,
         browsed: &Taken,
-        poison: Vec<super::poison::Poison>,
+        poison: Vec<Poison>,
         route: &Route,
         settings: &Settings,
     ) -> Result<dmq::Outcome, RelayError> {
@@ -403,16 +466,9 @@ impl<'a> Slice<'a> {
 
     /// The ledger and counters, fenced, in one transaction; the batch out of doubt. Ends the job when a poison
     /// message found no DMQ, or when a stop was asked for (this batch re-sent what was in doubt).
-    async fn record(
-        &mut self,
-        browsed: &Taken,
-        poisoned: &HashSet<usize>,
-        count: BatchCount,
-        dead: dmq::Outcome,
-    ) -> Step {
+    async fn record(&mut self, ids: &[i64], poisoned: &HashSet<usize>, count: BatchCount, dead: dmq::Outcome) -> Step {
         let settled: HashSet<i64> = dead.dead.iter().map(|d| d.received_id).collect();
-        let ledger: Vec<i64> = browsed
-            .ids
+        let ledger: Vec<i64> = ids
             .iter()
             .enumerate()
             .filter(|(i, id)| !poisoned.contains(i) || settled.contains(id))
@@ -421,7 +477,7 @@ impl<'a> Slice<'a> {
         let run = &mut self.run;
         run.relay.waiting_since = None;
         run.counters.add_batch(&count);
-        run.relay.in_doubt.retain(|id| !browsed.ids.contains(id));
+        run.relay.in_doubt.retain(|id| !ids.contains(id));
         run.relay.progressed_in = Some(JobAttempt::of(&self.ctx.job));
         let mut tx = self.ctx.lease.begin().await?;
         ledger_store::ledger_add(tx.conn(), run.id, &ledger).await?;

@@ -18,8 +18,8 @@
 //!
 //! Parts: [`state`] (what the run row keeps), [`run`] (loading it; the outcomes that pause or end it; its ends
 //! resolved by `crate::registry::ends`), [`queues`] (the run's source and target queue on them), [`guard`] (the target
-//! re-check, pure), [`prepare`] (a move's first job), [`batch`] (one relay batch of a move, as a pipeline of
-//! steps), [`staged`] (staging seen over Core), [`refill`] (the broker's move into staging), [`receive`] and
+//! re-check, pure), [`prepare`] (a move's first job), `pipeline` (one relay batch's steps in order, whatever its
+//! take), [`batch`] (a move's take: received from staging), [`staged`] (staging seen over Core), [`refill`] (the broker's move into staging), [`receive`] and
 //! [`send`] (a batch's source and target side), [`window`] (the target's duplicate-id window), [`finish`],
 //! [`local`] (a move on one node), [`copy`], [`spool`] (large bodies on disk), [`dmq`] (the dead message queue
 //! for proven poison), [`fault`] (the crash-test seam).
@@ -35,6 +35,17 @@ macro_rules! go_on {
     };
 }
 
+/// The value of a step that goes on, inside a step ([`run::Step`]) made of steps: one that ends the job makes the
+/// step calling it end with the same outcome.
+macro_rules! go_on_step {
+    ($step:expr) => {
+        match $step? {
+            std::ops::ControlFlow::Continue(value) => value,
+            std::ops::ControlFlow::Break(outcome) => return Ok(std::ops::ControlFlow::Break(outcome)),
+        }
+    };
+}
+
 pub mod batch;
 pub mod copy;
 pub mod dmq;
@@ -43,6 +54,7 @@ pub mod fault;
 pub mod finish;
 pub mod guard;
 pub mod local;
+mod pipeline;
 pub mod poison;
 pub mod prepare;
 pub mod queues;
