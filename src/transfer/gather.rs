@@ -42,11 +42,11 @@ pub struct RunFacts {
 /// broker clock read last is at or after every count: whatever was counted was stamped at or before that `t0`.
 fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>, with_heap: bool) -> Vec<Request> {
     let address = q.address();
-    let mut requests = vec![
-        mgmt.queue_state_request(address, RoutingType::Anycast, &q.queue),
-        mgmt.address_settings_request(address),
-        Request::read_lenient(ObjectName::address(mgmt.broker_name(), address), &["AddressSize", "Paging"]),
-    ];
+    // The count (the queue's MessageCount, or countMessages of a filter) and the broker's clock are read one right
+    // after the other: a message that arrives between them is stamped at or before t0 but not counted, and a
+    // whole-queue run takes no more than the count, so every read between them widened that window (seen in CI: a
+    // live producer's 13 messages arrived in it and stayed on the source).
+    let mut requests = vec![mgmt.queue_state_request(address, RoutingType::Anycast, &q.queue)];
     if let Some(filter) = count_filter {
         // Also how the broker tells us a selector is invalid, in its own words: we never parse selectors.
         requests.push(Request::exec(
@@ -55,10 +55,12 @@ fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str
             vec![json!(filter)],
         ));
     }
+    requests.push(mgmt.broker_state_request());
+    requests.push(mgmt.address_settings_request(address));
+    requests.push(Request::read_lenient(ObjectName::address(mgmt.broker_name(), address), &["AddressSize", "Paging"]));
     if with_heap {
         requests.push(mgmt.heap_request());
     }
-    requests.push(mgmt.broker_state_request());
     requests
 }
 
@@ -71,24 +73,27 @@ struct EndAnswer {
 
 fn end_answer(results: &[Result<Value, AgentError>], with_count: bool, with_heap: bool) -> EndAnswer {
     let get = |i: usize| results.get(i);
+    // Where each answer is: the order of `end_requests`.
+    let c = usize::from(with_count);
+    let (at_broker, at_settings, at_address, at_heap) = (1 + c, 2 + c, 3 + c, 4 + c);
     let queue = match get(0) {
         Some(Ok(v)) => Some(Some(QueueState::from_read(v))),
         Some(Err(e)) if e.kind == AgentErrorKind::NotFound => Some(None),
         _ => None,
     };
-    let settings = match get(1) {
+    let settings = match get(at_settings) {
         Some(Ok(Value::String(s))) => serde_json::from_str(s).ok().map(AddressSettings::from_json),
         Some(Ok(v @ Value::Object(_))) => Some(AddressSettings::from_json(v.clone())),
         _ => None,
     };
-    let (address_size, paging) = match get(2) {
+    let (address_size, paging) = match get(at_address) {
         Some(Ok(v)) => (v["AddressSize"].as_i64(), v["Paging"].as_bool()),
         // An address that does not exist holds nothing and does not page.
         Some(Err(e)) if e.kind == AgentErrorKind::NotFound && queue == Some(None) => (Some(0), Some(false)),
         _ => (None, None),
     };
     let count = if with_count {
-        match get(3) {
+        match get(1) {
             Some(Ok(v)) => v.as_i64().map(Ok),
             Some(Err(e)) => Some(Err(e.clone())),
             None => None,
@@ -96,11 +101,11 @@ fn end_answer(results: &[Result<Value, AgentError>], with_count: bool, with_heap
     } else {
         None
     };
-    let heap = match with_heap.then(|| get(3 + usize::from(with_count))).flatten() {
+    let heap = match with_heap.then(|| get(at_heap)).flatten() {
         Some(Ok(v)) => HeapUsage::from_read(v),
         _ => None,
     };
-    let broker = match results.last() {
+    let broker = match get(at_broker) {
         Some(Ok(v)) => Some(BrokerState::from_read(v)),
         _ => None,
     };
@@ -125,8 +130,8 @@ async fn probe_core(addr: Option<&str>) -> Option<bool> {
 }
 
 /// Reads every fact of `plan` from the two nodes. `plan.t0_millis` is not used: the source broker's clock,
-/// read last in its batch, is in `facts.source.node.broker.current_time_millis` for the caller to freeze the
-/// plan at. A filter is counted as the user wrote it (parenthesised): counting happens before that clock read,
+/// read right after the count in its batch, is in `facts.source.node.broker.current_time_millis` for the caller to
+/// freeze the plan at. A filter is counted as the user wrote it (parenthesised): counting happens before that clock read,
 /// and the broker's count never includes scheduled messages, so the count is that of the frozen filter.
 pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, runs: RunFacts) -> Facts {
     let filter = match &plan.selection {
