@@ -36,10 +36,10 @@ pub struct RunFacts {
     pub runs_into_target_address: Option<i64>,
 }
 
-/// The requests one end contributes to its node's batch, in this order: queue, address settings, address,
-/// the filtered count (source only), the JVM's heap (source only: a filtered move over a paged queue is paid
-/// for in the source broker's heap), and the broker's state **last**. Jolokia runs a batch in order, so the
-/// broker clock read last is at or after every count: whatever was counted was stamped at or before that `t0`.
+/// The requests one end contributes to its node's batch, in this order: queue, the filtered count (source only),
+/// the broker's state **right after the count**, address settings, address, and the JVM's heap (source only: a
+/// filtered move over a paged queue is paid for in the source broker's heap). Jolokia runs a batch in order, so
+/// the broker clock is read at or after every count: whatever was counted was stamped at or before that `t0`.
 fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>, with_heap: bool) -> Vec<Request> {
     let address = q.address();
     // The count (the queue's MessageCount, or countMessages of a filter) and the broker's clock are read one right
