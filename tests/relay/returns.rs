@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::support::{assert_accounting, census, management, queue_ref, source_and_target_of, Census, World};
 use artemis_transfer::transfer::actions;
+use artemis_transfer::transfer::service::StoredPreview;
 use artemis_transfer::transfer::Selection;
 
 const LIMIT: Duration = Duration::from_secs(300);
@@ -84,42 +85,7 @@ async fn a_stopped_move_returns_what_staging_holds() {
 #[tokio::test]
 async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target_is_unreachable() {
     let (source, target, ids) = source_and_target_of("ret_doubt", 100, "text,bytes").await;
-    let mut world = World::new("return_in_doubt", &[("batch_size", json!(20))]).await;
-    // The worker aborts right after recording its first batch as in doubt: sent or not, nobody knows.
-    let doomed = world.spawn_worker("doomed", &[("ARTEMIS_TRANSFER_FAULT", "in-doubt:1")]).await;
-    let stored = world
-        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
-        .await;
-    world.execute(&stored).await;
-    world.workers[doomed].wait_exit(LIMIT).await;
-
-    // The target becomes unreachable: this test's registry points west's management at a closed port (the live
-    // endpoint is found over Jolokia, so nothing reaches west any more).
-    let saved: Vec<(String, String)> =
-        sqlx::query_as("SELECT core_url, jolokia_url FROM cluster_endpoint WHERE cluster = 'west'")
-            .fetch_all(&world.pool)
-            .await
-            .unwrap();
-    sqlx::query(
-        "UPDATE cluster_endpoint SET jolokia_url = 'http://127.0.0.1:9/console/jolokia' WHERE cluster = 'west'",
-    )
-    .execute(&world.pool)
-    .await
-    .unwrap();
-    // Few, quick retries, so the run is Interrupted soon.
-    world
-        .spawn_worker(
-            "w2",
-            &[("ARTEMIS_TRANSFER__RETRY__MAX_ATTEMPTS", "2"), ("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200")],
-        )
-        .await;
-    world.wait_run(stored.run_id, &["interrupted"], LIMIT).await;
-    let in_doubt: serde_json::Value = sqlx::query_scalar("SELECT relay->'in_doubt' FROM transfer_run WHERE id = $1")
-        .bind(stored.run_id)
-        .fetch_one(&world.pool)
-        .await
-        .unwrap();
-    assert_eq!(in_doubt.as_array().map(Vec::len), Some(20), "the first batch is in doubt: {in_doubt}");
+    let (world, stored, saved, _) = interrupted_with_a_batch_in_doubt("return_in_doubt", &source, &target).await;
 
     // A return cannot settle the batch in doubt: it fails in words, and the batch stays in staging.
     actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
@@ -135,7 +101,126 @@ async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target
     assert!(staged.len() >= 20, "the batch in doubt stays in staging: {} there", staged.len());
 
     // The target is back: the return settles the batch (each lands once) and puts the rest back.
-    for (core, jolokia) in &saved {
+    restore_west(&world, &saved).await;
+    actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
+    let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
+    assert_eq!(returned.delivered, 20, "the settled batch is delivered: {returned:?}");
+    let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source));
+}
+
+/// A message of the batch in doubt that the target refuses on its own (the seam) is proven not on the target, as a
+/// batch proves its poison: the return goes on, the rest of the batch lands once, and the refused message goes back
+/// to the source with the rest of staging. Before the return ran its batch in doubt through the relay's steps, one
+/// refused message kept the whole batch in doubt and the return retried until the run was Interrupted.
+#[tokio::test]
+async fn a_return_sends_its_batch_in_doubt_back_to_the_source_when_the_target_refuses_one_message() {
+    let (source, target, ids) = source_and_target_of("ret_refused", 100, "text,bytes").await;
+    let (mut world, stored, saved, w2) = interrupted_with_a_batch_in_doubt("return_refused", &source, &target).await;
+    world.workers[w2].kill9();
+    restore_west(&world, &saved).await;
+    let in_doubt = in_doubt_ids(&world, stored.run_id).await;
+
+    // West is back, but it refuses one message of the batch in doubt.
+    let staged = census_by_staging_id(stored.run_id, &in_doubt).await;
+    let refused = staged.first().cloned().expect("a message of the batch in doubt is in staging");
+    let refuse = format!("payload_id={refused}");
+    world
+        .spawn_worker(
+            "w3",
+            &[
+                ("ARTEMIS_TRANSFER_FAULT_REFUSE", refuse.as_str()),
+                ("ARTEMIS_TRANSFER__RETRY__MAX_ATTEMPTS", "2"),
+                ("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200"),
+            ],
+        )
+        .await;
+    let in_staging = census(TestBed::get().node("east-1"), &format!("studio.transfer.{}", stored.run_id)).await;
+    actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
+    let (state, returned) = world.wait_run(stored.run_id, &["returned", "interrupted", "failed"], LIMIT).await;
+    let error: Option<String> = sqlx::query_scalar("SELECT last_error FROM transfer_run WHERE id = $1")
+        .bind(stored.run_id)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "returned", "{returned:?}, {error:?}");
+    assert_eq!(returned.delivered, 19, "the batch in doubt but its refused message is delivered: {returned:?}");
+    assert_eq!(returned.dead_lettered, 0, "a return sends nothing to a dead message queue: {returned:?}");
+    let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    assert_eq!(on_source.get(&refused), Some(&1), "the refused message is back on the source");
+    assert_eq!(on_target.len() as i64, returned.delivered);
+    // What the return put back is what staging held but for the batch in doubt it delivered.
+    let put_back: BTreeMap<String, usize> =
+        in_staging.into_iter().filter(|(id, _)| !on_target.contains_key(id)).collect();
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&put_back));
+}
+
+/// A move of `source` (east-1) to `target` (west-1) in batches of 20 whose worker aborts right after recording its
+/// first batch in doubt (sent or not, nobody knows), then Interrupted by a second worker's few quick retries while
+/// west cannot be reached: its batch of 20 still in doubt. Returns the world, the run, west's endpoints as they
+/// were ([`restore_west`]) and the second worker, still running.
+async fn interrupted_with_a_batch_in_doubt(
+    label: &str,
+    source: &str,
+    target: &str,
+) -> (World, StoredPreview, Vec<(String, String)>, usize) {
+    let mut world = World::new(label, &[("batch_size", json!(20))]).await;
+    let doomed = world.spawn_worker("doomed", &[("ARTEMIS_TRANSFER_FAULT", "in-doubt:1")]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", source), queue_ref("west", "west-1", target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    world.workers[doomed].wait_exit(LIMIT).await;
+    let saved = point_west_at_a_closed_port(&world).await;
+    let retries = [("ARTEMIS_TRANSFER__RETRY__MAX_ATTEMPTS", "2"), ("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200")];
+    let w2 = world.spawn_worker("w2", &retries).await;
+    world.wait_run(stored.run_id, &["interrupted"], LIMIT).await;
+    let in_doubt = in_doubt_ids(&world, stored.run_id).await;
+    assert_eq!(in_doubt.len(), 20, "the first batch is in doubt: {in_doubt:?}");
+    (world, stored, saved, w2)
+}
+
+/// The staging ids the run holds in doubt.
+async fn in_doubt_ids(world: &World, run: uuid::Uuid) -> Vec<i64> {
+    let in_doubt: serde_json::Value = sqlx::query_scalar("SELECT relay->'in_doubt' FROM transfer_run WHERE id = $1")
+        .bind(run)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    in_doubt.as_array().map(|a| a.iter().filter_map(serde_json::Value::as_i64).collect()).unwrap_or_default()
+}
+
+/// The payload ids of the messages in `run`'s staging whose staging message ids are `ids`.
+async fn census_by_staging_id(run: uuid::Uuid, ids: &[i64]) -> Vec<String> {
+    let staging = format!("studio.transfer.{run}");
+    let browsed = testbed::fidelity::browse(TestBed::get().node("east-1"), &staging).await;
+    browsed
+        .iter()
+        .filter(|m| m.0["message_id"].as_i64().is_some_and(|id| ids.contains(&id)))
+        .filter_map(|m| m.payload_id().map(str::to_string))
+        .collect()
+}
+
+/// Points west's management at a closed port (the live endpoint is found over Jolokia, so nothing reaches west
+/// any more); returns what it was.
+async fn point_west_at_a_closed_port(world: &World) -> Vec<(String, String)> {
+    let saved: Vec<(String, String)> =
+        sqlx::query_as("SELECT core_url, jolokia_url FROM cluster_endpoint WHERE cluster = 'west'")
+            .fetch_all(&world.pool)
+            .await
+            .unwrap();
+    sqlx::query(
+        "UPDATE cluster_endpoint SET jolokia_url = 'http://127.0.0.1:9/console/jolokia' WHERE cluster = 'west'",
+    )
+    .execute(&world.pool)
+    .await
+    .unwrap();
+    saved
+}
+
+/// West's endpoints as [`point_west_at_a_closed_port`] found them.
+async fn restore_west(world: &World, saved: &[(String, String)]) {
+    for (core, jolokia) in saved {
         sqlx::query("UPDATE cluster_endpoint SET jolokia_url = $2 WHERE cluster = 'west' AND core_url = $1")
             .bind(core)
             .bind(jolokia)
@@ -143,11 +228,6 @@ async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target
             .await
             .unwrap();
     }
-    actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
-    let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
-    assert_eq!(returned.delivered, 20, "the settled batch is delivered: {returned:?}");
-    let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
-    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source));
 }
 
 #[tokio::test]

@@ -6,21 +6,19 @@
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use artemis_core::{ConsumerOptions, SessionOptions};
 use serde_json::json;
 
+use super::pipeline;
 use super::queues::source_queue_mbean;
-use super::receive::{receive_batch, Limits};
 use super::refill::whole_queue_left;
+use super::returning::ReturnBatch;
 use super::row;
-use super::run::{load, load_settings, stop_for_lost_cache};
-use super::send::{outbound_batch, send_batch, Route, SendFailure, TargetWatch};
-use super::staged::{list_staging, staging_depth};
-use super::state::{Counters, RelayState, TransferRun};
-use super::window::{self, Resend};
+use super::run::{load, load_settings};
+use super::staged::staging_depth;
+use super::state::{Counters, TransferRun};
 use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
-use crate::broker::jolokia::{BrokerState, ObjectName};
+use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::lease::FencedTx;
@@ -227,10 +225,10 @@ pub(crate) async fn another_pass(
     Ok(Outcome::Committed(tx.commit().await?))
 }
 
-/// Return to source (§4.5): settle the in-doubt batch first (re-relay it: some of it may already be on the
-/// target, and the duplicate id makes each land once), then the broker's move of everything else in staging
-/// back to the source queue, then staging removed; Returned. If the target cannot be reached the in-doubt
-/// messages stay in staging and the run fails, saying so.
+/// Return to source (§4.5): settle the in-doubt batch first (re-relayed through the relay's steps,
+/// `returning::ReturnBatch`: some of it may already be on the target, and the duplicate id makes each land once),
+/// then the broker's move of everything else in staging back to the source queue, then staging removed; Returned.
+/// If the target cannot be reached the in-doubt messages stay in staging and the run fails, saying so.
 pub async fn return_to_source(
     h: &TransferHandler,
     ctx: &JobContext,
@@ -257,40 +255,65 @@ pub async fn return_to_source(
     let exists = source_conn.queue_query(&staging_queue).await?.is_some();
 
     if exists && !run.relay.in_doubt.is_empty() {
-        if let ControlFlow::Break(outcome) =
-            settle_in_doubt(h, ctx, config, &mut run, &source_conn, &staging_queue).await?
-        {
+        let mut settle = ReturnBatch {
+            h,
+            ctx,
+            config,
+            settings: &settings,
+            run: &mut run,
+            source_conn: &source_conn,
+            staging_queue: &staging_queue,
+        };
+        if let ControlFlow::Break(outcome) = pipeline::batch(&mut settle).await? {
             let _ = source_conn.close().await;
             return Ok(outcome);
         }
     }
 
     if exists {
-        let moved = staging::move_back(&source.mgmt, &staging_queue, &run.plan.source.queue).await?;
-        fault::reach("return");
-        let held = staging_depth(&source_conn, &staging_queue).await?;
-        // Broker truth over the answer: everything that entered staging was delivered, dead-lettered, returned or
-        // is still held, so an earlier attempt whose move worked but whose count was lost (a crash between the
-        // two) is counted too.
-        let c = &mut run.counters;
-        c.returned = (c.returned + moved as i64).max(c.staged - c.delivered - c.dead_lettered - held);
-        let mut tx = ctx.lease.begin().await?;
-        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        tx.commit_progress().await?;
-        if held > 0 {
-            return Err(RelayError::transient(
-                Code::StagingHeld,
-                format!(
-                    "{held} messages are still in staging {staging_queue} (in delivery to a consumer that is gone?); \
-                 the return tries again"
-                ),
-            ));
-        }
-        staging::remove(&source.mgmt, &spec, false).await?;
+        move_staging_back(ctx, &source, &source_conn, &spec, &mut run).await?;
     }
     let _ = source_conn.close().await;
-    count_left_on_source(&mut run.counters);
+    record_returned(ctx, &mut run).await
+}
 
+/// The broker's move of everything in staging back to the source queue, counted from broker truth, then staging
+/// removed — once nothing of it is still in delivery.
+async fn move_staging_back(
+    ctx: &JobContext,
+    source: &NodeAccess,
+    source_conn: &artemis_core::Connection,
+    spec: &StagingSpec,
+    run: &mut TransferRun,
+) -> Result<(), RelayError> {
+    let staging_queue = &spec.name;
+    let moved = staging::move_back(&source.mgmt, staging_queue, &run.plan.source.queue).await?;
+    fault::reach("return");
+    let held = staging_depth(source_conn, staging_queue).await?;
+    // Broker truth over the answer: everything that entered staging was delivered, dead-lettered, returned or
+    // is still held, so an earlier attempt whose move worked but whose count was lost (a crash between the
+    // two) is counted too.
+    let c = &mut run.counters;
+    c.returned = (c.returned + moved as i64).max(c.staged - c.delivered - c.dead_lettered - held);
+    let mut tx = ctx.lease.begin().await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    tx.commit_progress().await?;
+    if held > 0 {
+        return Err(RelayError::transient(
+            Code::StagingHeld,
+            format!(
+                "{held} messages are still in staging {staging_queue} (in delivery to a consumer that is gone?); \
+                 the return tries again"
+            ),
+        ));
+    }
+    staging::remove(&source.mgmt, spec, false).await?;
+    Ok(())
+}
+
+/// The run Returned, with what it left on the source counted and its `returned` event, in one fenced transaction.
+async fn record_returned(ctx: &JobContext, run: &mut TransferRun) -> Result<Outcome, RelayError> {
+    count_left_on_source(&mut run.counters);
     let mut tx = ctx.lease.begin().await?;
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     row::event(
@@ -316,199 +339,4 @@ fn count_left_on_source(c: &mut Counters) {
     if let Some(selected) = c.selected {
         c.not_taken_left = (selected - c.delivered - c.dead_lettered - c.returned - c.not_taken()).max(0);
     }
-}
-
-/// The ids of a batch in doubt, sorted by what staging shows of them now.
-struct InDoubt {
-    /// Still in staging: to be re-sent (the target's duplicate cache drops those it has).
-    wanted: HashSet<i64>,
-    /// Gone from staging and named by the dead-letter intent: sent to a dead message queue by that attempt
-    /// (SPEC §4.4), as a batch's reconcile counts them.
-    dead: usize,
-    /// Gone from staging otherwise: delivered by the attempt that recorded them.
-    gone: usize,
-}
-
-impl InDoubt {
-    fn sort(relay: &RelayState, present: &HashSet<i64>) -> InDoubt {
-        let wanted = relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
-        let (dead, gone): (Vec<i64>, Vec<i64>) = relay
-            .in_doubt
-            .iter()
-            .copied()
-            .filter(|id| !present.contains(id))
-            .partition(|id| relay.dead_letter.contains(id));
-        InDoubt { wanted, dead: dead.len(), gone: gone.len() }
-    }
-}
-
-/// Re-relays the in-doubt messages still in staging to the target (each lands once: the target's duplicate
-/// cache drops those it has), and counts those already gone from staging as delivered or dead-lettered. Where
-/// the target lost its cache since the batch was sent, nothing is sent: the run stops naming the ids, as a batch
-/// does ([`target_for_resend`]).
-async fn settle_in_doubt(
-    h: &TransferHandler,
-    ctx: &JobContext,
-    config: &RelayConfig,
-    run: &mut TransferRun,
-    source_conn: &artemis_core::Connection,
-    staging_queue: &str,
-) -> Result<ControlFlow<Outcome>, RelayError> {
-    let present: HashSet<i64> = list_staging(source_conn, staging_queue).await?.ids.into_iter().collect();
-    let held = staging_depth(source_conn, staging_queue).await?;
-    if held > present.len() as i64 {
-        return Err(RelayError::transient(
-            Code::StagingHeld,
-            format!(
-            "staging {staging_queue} holds {held} messages but only {} are visible: the rest are still in delivery to \
-             a consumer that is gone; the return tries again when the broker gives them back",
-            present.len()
-        ),
-        ));
-    }
-    let doubt = InDoubt::sort(&run.relay, &present);
-    let (resent, already) = if doubt.wanted.is_empty() {
-        (0, 0)
-    } else {
-        let target = match target_for_resend(h, ctx, run, staging_queue, &doubt.wanted).await? {
-            ControlFlow::Continue(target) => target,
-            ControlFlow::Break(stopped) => return Ok(ControlFlow::Break(stopped)),
-        };
-        resend_in_doubt(h, config, run, &target, source_conn, staging_queue, &doubt.wanted).await?
-    };
-    record_settled(ctx, run, &doubt, resent, already).await?;
-    Ok(ControlFlow::Continue(()))
-}
-
-/// The target the batch in doubt is sent to again — only where its cache still holds what landed of the batch
-/// (`window::resend`, the batch's own rule): a target that restarted or failed over since, with a cache that is
-/// not persisted, would not drop it, and the run stops naming the ids and the selector to check them by.
-async fn target_for_resend(
-    h: &TransferHandler,
-    ctx: &JobContext,
-    run: &mut TransferRun,
-    staging_queue: &str,
-    wanted: &HashSet<i64>,
-) -> Result<ControlFlow<Outcome, NodeAccess>, RelayError> {
-    let unreachable = |e: &dyn std::fmt::Display| {
-        in_doubt_stays(format!("the target cannot be reached ({e})"), wanted.len(), staging_queue, "is back")
-    };
-    let target =
-        ends::resolve(&ctx.pool, run.plan.target.node_ref(), h.permits()).await.map_err(|e| unreachable(&e))?;
-    let broker = target.mgmt.broker_state().await.ok();
-    match window::resend(run.relay.window.as_ref(), broker.as_ref()) {
-        Resend::Safe => Ok(ControlFlow::Continue(target)),
-        Resend::Unknown(words) => Err(RelayError::transient(Code::DuplicateWindow, words)),
-        Resend::CacheLost => {
-            let mut ids: Vec<i64> = wanted.iter().copied().collect();
-            ids.sort_unstable();
-            let started = broker.as_ref().and_then(BrokerState::started_millis);
-            let held_in = format!("the staging queue {staging_queue} on {}", run.plan.source.node);
-            Ok(ControlFlow::Break(stop_for_lost_cache(ctx, run, started, &ids, &held_in).await?))
-        }
-    }
-}
-
-/// Sends the in-doubt messages `wanted` from staging to the target again in one transaction and acknowledges
-/// them from staging: how many were re-sent, and how many of them the target already had.
-async fn resend_in_doubt(
-    h: &TransferHandler,
-    config: &RelayConfig,
-    run: &TransferRun,
-    target: &NodeAccess,
-    source_conn: &artemis_core::Connection,
-    staging_queue: &str,
-    wanted: &HashSet<i64>,
-) -> Result<(usize, i64), RelayError> {
-    let unreachable = |e: &dyn std::fmt::Display| {
-        in_doubt_stays(format!("the target cannot be reached ({e})"), wanted.len(), staging_queue, "is back")
-    };
-    // A target deleted or disabled since the failure would drop the re-sent messages: they stay in staging.
-    let stays = |words: String| in_doubt_stays(words, wanted.len(), staging_queue, "accepts messages");
-    let target_conn = target.connect(config.connection_ttl).await.map_err(|e| unreachable(&e))?;
-    let session = source_conn.create_session(SessionOptions::transacted()).await?;
-    let mut consumer = session.create_consumer(staging_queue, ConsumerOptions::default()).await?;
-    session.start().await?;
-    let limits = Limits { messages: usize::MAX, bytes: u64::MAX };
-    let (received, _) = receive_batch(&mut consumer, &h.spool, config, limits, Some(wanted)).await?;
-    if received.len() != wanted.len() {
-        return Err(RelayError::transient(
-            Code::StagingHeld,
-            format!(
-            "only {} of the {} in-doubt messages in staging {staging_queue} could be received; the return tries again",
-            received.len(),
-            wanted.len()
-        ),
-        ));
-    }
-    let target_session = target_conn.create_session(SessionOptions::transacted()).await?;
-    let route = Route::with_routing(run, artemis_core::admin::RoutingType::Anycast);
-    let (prepared, _) = outbound_batch(&received, &route.target, &route.origin, crate::transfer::Mode::Move);
-    let watch = TargetWatch::start(&target_conn, &run.plan.target.queue, &run.plan.target.display()).await.map_err(
-        |e| match e {
-            RelayError::Refused { words, .. } => stays(words),
-            other => other,
-        },
-    )?;
-    let already = match send_batch(&target_session, &watch, &received, &prepared).await {
-        Ok((already, _)) => already,
-        Err(SendFailure::Refused { words, .. }) => return Err(stays(words)),
-        Err(SendFailure::Full(f)) => {
-            return Err(RelayError::transient_in(
-                Code::Target("capacity-bytes"),
-                "settling the batch in doubt: the target has no room",
-                f.error,
-            ))
-        }
-        Err(SendFailure::Other(e)) => {
-            return Err(RelayError::transient_in(Code::Core, "settling the batch in doubt", e))
-        }
-    };
-    for r in &received {
-        consumer.ack(&r.delivery).await?;
-    }
-    session.commit().await?;
-    let _ = consumer.close().await;
-    let _ = session.close().await;
-    let _ = target_session.close().await;
-    let _ = target_conn.close().await;
-    Ok((received.len(), already))
-}
-
-/// A return that cannot settle its batch in doubt (`why`): the `count` messages stay in staging, some perhaps
-/// already on the target, until a return finds the target `until`.
-fn in_doubt_stays(why: String, count: usize, staging_queue: &str, until: &str) -> RelayError {
-    RelayError::refused(
-        Code::InDoubtUnsettled,
-        format!(
-            "{why}: the {count} messages of the batch in doubt stay in staging {staging_queue}; some may already be \
-             on the target. Return again once the target {until}."
-        ),
-    )
-}
-
-/// Counts a settled batch in doubt and clears it, with its event, in one fenced transaction.
-async fn record_settled(
-    ctx: &JobContext,
-    run: &mut TransferRun,
-    doubt: &InDoubt,
-    resent: usize,
-    already: i64,
-) -> Result<(), RelayError> {
-    run.counters.delivered += (resent + doubt.gone) as i64;
-    run.counters.dead_lettered += doubt.dead as i64;
-    run.relay.dead_letter.clear();
-    run.counters.already_on_target += already;
-    run.relay.in_doubt.clear();
-    let mut tx = ctx.lease.begin().await?;
-    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    row::event(
-        tx.conn(),
-        run.id,
-        "in_doubt_settled",
-        json!({ "resent": resent, "already_on_target": already, "gone": doubt.gone, "dead_lettered": doubt.dead }),
-    )
-    .await?;
-    tx.commit_progress().await?;
-    Ok(())
 }

@@ -20,7 +20,8 @@
 //! resolved by `crate::registry::ends`), [`queues`] (the run's source and target queue on them), [`guard`] (the target
 //! re-check, pure), [`prepare`] (a move's first job), `pipeline` (one relay batch's steps in order, whatever its
 //! take), [`batch`] (a move's take: received from staging), [`staged`] (staging seen over Core), [`refill`] (the broker's move into staging), [`receive`] and
-//! [`send`] (a batch's source and target side), [`window`] (the target's duplicate-id window), [`finish`],
+//! [`send`] (a batch's source and target side), [`window`] (the target's duplicate-id window), [`finish`] (the
+//! end and the return), `returning` (a return's batch in doubt: a take of the same driver),
 //! [`local`] (a move on one node), [`copy`], [`spool`] (large bodies on disk), [`dmq`] (the dead message queue
 //! for proven poison), [`fault`] (the crash-test seam).
 
@@ -61,6 +62,7 @@ pub mod queues;
 pub mod receive;
 pub mod record;
 pub mod refill;
+mod returning;
 pub mod row;
 pub mod run;
 pub mod send;

@@ -1,6 +1,7 @@
 //! One relay batch, whatever its take: [`batch`] drives the steps in their order, and a [`Take`] — the move's
 //! ([`super::batch`]: received from staging, acknowledged there) or the copy's ([`super::copy`]: browsed past the
-//! ledger, the source never touched) — says what each step does for it.
+//! ledger, the source never touched) — says what each step does for it. A return's batch in doubt is a third take
+//! (`super::returning`: the run's ids in doubt received from staging again; its table is that module's).
 //!
 //! | step | the move | the copy |
 //! |---|---|---|

@@ -198,24 +198,6 @@ impl<'a> TargetWatch<'a> {
     }
 }
 
-/// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still
-/// acceptable after the sends. Artemis rejects a whole transaction that holds one duplicate: then the batch goes
-/// again one message per transaction, each duplicate being a message the target already has. Returns (messages
-/// already on the target, whether it went one by one). A message the target refuses on its own is an error here
-/// (the return's settling does not dead-letter); a relay batch uses [`send_batch_proving`].
-pub(crate) async fn send_batch(
-    target_session: &artemis_core::Session,
-    watch: &TargetWatch<'_>,
-    received: &[Received],
-    prepared: &[MessageHeaders],
-) -> Result<(i64, bool), SendFailure> {
-    let sent = send_batch_proving(target_session, watch, received, prepared, 1, false).await?;
-    match sent.poison.into_iter().next() {
-        Some(refused) => Err(SendFailure::Other(refused.error)),
-        None => Ok((sent.already, sent.one_by_one)),
-    }
-}
-
 /// What a batch's sends achieved.
 pub(crate) struct Sent {
     /// Messages the target already had (duplicates).
@@ -226,14 +208,15 @@ pub(crate) struct Sent {
     pub poison: Vec<Poison>,
 }
 
-/// [`send_batch`], proving poison (SPEC §4.4): a whole transaction refused for a duplicate or for a refusal that
-/// may be one message's ([`poison::may_be_poison`]) goes again one message per transaction; there a message the
-/// target refuses on its own is tried `target_attempts` times in all. Only when at least one other message of
-/// the batch was committed meanwhile are the refused ones proven poison (returned in [`Sent::poison`]): a batch
-/// where nothing commits says more about the target than about its messages, and stays a transient failure. A
-/// batch of **one** has no other message: there the messages this run already committed to the target
-/// (`accepted_before`) are the ones around it, so a lone message at the end of a selection is not left to stall
-/// the run.
+/// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still acceptable
+/// after the sends, proving poison (SPEC §4.4). Artemis rejects a whole transaction that holds one duplicate, so a
+/// whole transaction refused for a duplicate or for a refusal that may be one message's ([`poison::may_be_poison`])
+/// goes again one message per transaction; there a message the target refuses on its own is tried `target_attempts`
+/// times in all. Only when at least one other message of the batch was committed meanwhile are the refused ones proven
+/// poison (returned in [`Sent::poison`]): a batch where nothing commits says more about the target than about its
+/// messages, and stays a transient failure. A batch of **one** has no other message: there the messages this run
+/// already committed to the target (`accepted_before`) are the ones around it, so a lone message at the end of a
+/// selection is not left to stall the run.
 pub(crate) async fn send_batch_proving(
     target_session: &artemis_core::Session,
     watch: &TargetWatch<'_>,
