@@ -6,6 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::state::{Counters, RelayState, TransferRun};
+use crate::jobs::model::RunId;
 use crate::jobs::RunState;
 use crate::transfer::plan::Plan;
 use crate::transfer::store::relay as relay_store;
@@ -89,12 +90,13 @@ pub async fn set_active_state(conn: &mut PgConnection, id: Uuid, state: RunState
     relay_store::relay_run_set_active_state(conn, id, state).await
 }
 
-/// Records an event on the run (inside the caller's transaction).
+/// Records an event on the run (inside the caller's transaction), by the one statement every event of a run is
+/// written with (`crate::jobs::store::record::run_event_insert`).
 pub async fn event(
     conn: &mut PgConnection,
     id: Uuid,
     kind: &str,
     detail: serde_json::Value,
-) -> Result<(), sqlx::Error> {
-    relay_store::relay_event_insert(conn, id, kind, &detail).await
+) -> Result<(), crate::jobs::Error> {
+    crate::jobs::store::record::run_event_insert(conn, RunId(id), kind, &detail).await
 }

@@ -71,17 +71,6 @@ pub async fn relay_run_set_active_state(
     Ok(())
 }
 
-/// `relay_event_insert.sql`: event `kind` with `detail` on the run.
-pub async fn relay_event_insert(
-    db: impl PgExecutor<'_>,
-    run: Uuid,
-    kind: &str,
-    detail: &serde_json::Value,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(include_str!("../sql/relay_event_insert.sql")).bind(run).bind(kind).bind(detail).execute(db).await?;
-    Ok(())
-}
-
 /// `run_unsettled.sql`: whether the run has a batch in doubt or a refill of unknown outcome;
 /// [`sqlx::Error::RowNotFound`] when it does not exist.
 pub async fn run_unsettled(db: impl PgExecutor<'_>, run: Uuid) -> Result<bool, sqlx::Error> {
