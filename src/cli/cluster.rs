@@ -237,7 +237,7 @@ async fn audited<T>(
 /// The seed: its Jolokia URL (given, or by the convention), its Core URL, and the members' URLs. A Jolokia URL
 /// given for the seed also applies to the member whose Core address is the seed's.
 fn seed(core_url: &str, jolokia_url: Option<String>, members: Vec<(String, String)>) -> Result<Seed, RegistryError> {
-    let core = core_host_port(core_url);
+    let core = crate::registry::discover::core_host_port(core_url);
     let mut jolokia_by_core: BTreeMap<String, String> = members.into_iter().collect();
     let jolokia_url = match jolokia_url {
         Some(url) => {
@@ -251,12 +251,6 @@ fn seed(core_url: &str, jolokia_url: Option<String>, members: Vec<(String, Strin
         })?,
     };
     Ok(Seed { jolokia_url, core_url: Some(core_url.to_string()), jolokia_by_core })
-}
-
-/// `tcp://host:port?…` → `host:port`.
-fn core_host_port(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['?', '/']).next().unwrap_or(rest).to_string()
 }
 
 fn parse_member(s: &str) -> Result<(String, String), String> {

@@ -23,6 +23,12 @@ pub struct Seed {
     pub jolokia_by_core: BTreeMap<String, String>,
 }
 
+/// A Core URL's socket address, as the registry keys members by it: `tcp://host:port?…` → `host:port`.
+pub fn core_host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['?', '/']).next().unwrap_or(rest).to_string()
+}
+
 /// The `artemis create` convention: the HTTP port is offset from 8161 by what the Core port is from 61616.
 pub fn conventional_jolokia_url(core_host_port: &str) -> Option<String> {
     let (host, port) = core_host_port.rsplit_once(':')?;
@@ -131,6 +137,13 @@ pub async fn discover(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn core_urls_become_socket_addresses() {
+        assert_eq!(super::core_host_port("tcp://127.0.0.1:61616"), "127.0.0.1:61616");
+        assert_eq!(super::core_host_port("tcp://h:1?sslEnabled=false"), "h:1");
+        assert_eq!(super::core_host_port("h:2"), "h:2");
+    }
+
     use super::conventional_jolokia_url;
 
     #[test]

@@ -107,19 +107,13 @@ pub(crate) async fn node_management(
     permits: &Arc<dyn PermitSource>,
 ) -> (BrokerManagement, String) {
     match live_endpoint_limited(node, credentials, CALL_TIMEOUT, Some(permits)).await {
-        Ok((mgmt, endpoint)) => (mgmt, core_host_port(&endpoint.core_url)),
+        Ok((mgmt, endpoint)) => (mgmt, crate::registry::discover::core_host_port(&endpoint.core_url)),
         Err(_) => {
             let endpoint = &node.endpoints[0];
             let mgmt = limited(management(node, endpoint, credentials, CALL_TIMEOUT), Some(permits));
-            (mgmt, core_host_port(&endpoint.core_url))
+            (mgmt, crate::registry::discover::core_host_port(&endpoint.core_url))
         }
     }
-}
-
-/// `tcp://host:port?…` → `host:port`.
-fn core_host_port(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['?', '/']).next().unwrap_or(rest).to_string()
 }
 
 /// Active runs on the plan's queues, from Postgres.
@@ -292,16 +286,4 @@ pub async fn targets_for(pool: &PgPool, principal: &str, source_cluster: &str) -
         targets.push(target);
     }
     Ok(targets)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::core_host_port;
-
-    #[test]
-    fn core_urls_become_socket_addresses() {
-        assert_eq!(core_host_port("tcp://127.0.0.1:61616"), "127.0.0.1:61616");
-        assert_eq!(core_host_port("tcp://h:1?sslEnabled=false"), "h:1");
-        assert_eq!(core_host_port("h:2"), "h:2");
-    }
 }

@@ -36,7 +36,7 @@ use serde_json::json;
 use super::finish::{another_pass, count_not_taken, end_run, end_words, prove_end, source_count_now, Left};
 use super::guard::{check_source_heap, check_target, BatchSize};
 use super::queues::{create_target_queue, source_queue_mbean};
-use super::refill::whole_queue_left;
+use super::refill::{id_chunk, whole_queue_left};
 use super::row;
 use super::run::{load, load_settings, stop_outcome, wait_for_room, Step};
 use super::state::{RefillIntent, TransferRun};
@@ -203,12 +203,6 @@ impl<'a> Chunk<'a> {
         tx.complete_and_enqueue(&next).await?;
         Ok(Outcome::Committed(tx.commit().await?))
     }
-}
-
-/// How many ids one batched management request moves: a batched request costs one permit per entry, and one over
-/// the per-node rate would wait for a full bucket and leave it in debt, so half of it keeps room for the other calls.
-fn id_chunk(settings: &Settings) -> usize {
-    ((settings.node_calls_per_second / 2.0).floor() as usize).clamp(1, 50)
 }
 
 /// Records `intent` (fenced) before the broker call it announces.
