@@ -346,6 +346,40 @@ async fn a_capacity_wait_that_runs_out_stops_the_run_and_return_puts_staging_bac
     clean_up(bed.node("west-1"), &[&target]).await;
 }
 
+/// Returns `run`, whose target queue on west-1 is disabled and which holds `in_doubt` ids in doubt: while any are,
+/// a return cannot settle them — it fails in words, the target unchanged — so the target is enabled again and a
+/// return settles them (the duplicate-id cache keeps each once) and puts the rest back. Every message is then once
+/// on the target (as `on_target` had it) or back on the source, the run's numbers are the census, and staging is
+/// gone. Returns the run's counters.
+async fn return_past_a_disabled_target(
+    world: &World,
+    run: uuid::Uuid,
+    (source, target): (&str, &str),
+    ids: &[String],
+    on_target: &BTreeMap<String, usize>,
+    in_doubt: usize,
+) -> Counters {
+    let bed = TestBed::get();
+    let (west, east) = (bed.node("west-1"), bed.node("east-1"));
+    let j = Jolokia::new(west);
+    if in_doubt > 0 {
+        actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
+        world.wait_run(run, &["failed"], RUN_LIMIT).await;
+        assert_eq!(world.end_code(run).await.as_deref(), Some("in-doubt-unsettled"));
+        assert_eq!(&census(west, target).await, on_target, "the failed return changed the target");
+        j.exec(&j.queue_mbean(target, target), "enable()", json!([])).await.unwrap();
+    }
+    actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
+    let (_, returned) = world.wait_run(run, &["returned"], RUN_LIMIT).await;
+    let on_target_after = census(west, target).await;
+    let on_source_after = census(east, source).await;
+    assert_eq!(&on_target_after, on_target, "the return changed the target");
+    assert_each_once_across(ids, &[&on_target_after, &on_source_after]);
+    assert_accounting(&returned, &Census::moved(ids, &on_target_after, &on_source_after));
+    assert!(!exists(east, &staging_of(run)).await, "staging is still on east-1");
+    returned
+}
+
 /// A slow run (batches of 10 at 50 messages/s) that is past its first batches.
 async fn slow_run(label: &str) -> (World, uuid::Uuid, String, String, Vec<String>) {
     let (source, target, ids) = source_and_target(label, 300).await;
@@ -424,7 +458,9 @@ async fn a_target_deleted_mid_run_fails_the_run_and_loses_nothing() {
 
 /// The target queue disabled mid-run (the broker then drops what is sent to it and the commit still succeeds).
 /// The run ends Failed, saying the target was disabled, before any commit that would have dropped messages:
-/// source, staging and target hold every message once. A return then puts staging back.
+/// source, staging and target hold every message once — but for a batch the disable came just after, which is on
+/// the target and in staging, in doubt. A return then puts staging back, settling that batch first once the target
+/// is enabled again.
 #[tokio::test]
 async fn a_target_disabled_mid_run_fails_the_run_and_loses_nothing() {
     let bed = TestBed::require().await;
@@ -446,17 +482,73 @@ async fn a_target_disabled_mid_run_fails_the_run_and_loses_nothing() {
     let on_target = census(west, &target).await;
     let in_staging = census(bed.node("east-1"), &staging_of(run)).await;
     let on_source = census(bed.node("east-1"), &source).await;
-    assert_each_once_across(&ids, &[&on_target, &in_staging, &on_source]);
-    assert_eq!(counters.delivered, on_target.len() as i64, "{counters:?}");
+    // The disable may have come just after a batch's commit (the look after the commit cannot tell): that batch is
+    // then in the disabled queue, which keeps what it holds, and in staging, unacknowledged and in doubt — never
+    // out of doubt, or a return would put it back on the source as well (seen in a clean-clone CI run).
+    let both: BTreeMap<String, usize> =
+        on_target.iter().filter(|(id, _)| in_staging.contains_key(*id)).map(|(id, n)| (id.clone(), *n)).collect();
+    let in_doubt = crate::support::in_doubt_ids(&world, run).await.len();
+    if error.contains("found just after a batch was committed") {
+        println!("target disabled right after a commit: {} messages on the target and in staging", both.len());
+        assert!(both.len() <= 10 && both.len() <= in_doubt, "{} on both ends, {in_doubt} in doubt", both.len());
+    } else {
+        assert!(both.is_empty(), "on the target and in staging: {both:?}");
+    }
+    let staging_only: BTreeMap<String, usize> =
+        in_staging.iter().filter(|(id, _)| !both.contains_key(*id)).map(|(id, n)| (id.clone(), *n)).collect();
+    assert_each_once_across(&ids, &[&on_target, &staging_only, &on_source]);
+    assert_eq!(counters.delivered + both.len() as i64, on_target.len() as i64, "{counters:?}");
 
-    actions::return_to_source(&world.pool, run, "tester", 10).await.unwrap();
-    let (_, returned) = world.wait_run(run, &["returned"], RUN_LIMIT).await;
-    let on_target_after = census(west, &target).await;
-    let on_source_after = census(bed.node("east-1"), &source).await;
-    assert_eq!(on_target_after, on_target, "the return changed the target");
-    assert_each_once_across(&ids, &[&on_target_after, &on_source_after]);
-    assert_accounting(&returned, &Census::moved(&ids, &on_target_after, &on_source_after));
-    assert!(!exists(bed.node("east-1"), &staging_of(run)).await, "staging is still on east-1");
+    return_past_a_disabled_target(&world, run, (&source, &target), &ids, &on_target, in_doubt).await;
+
+    clean_up(bed.node("east-1"), &[&source]).await;
+    clean_up(west, &[&target]).await;
+}
+
+/// The target queue disabled just after a batch's target commit, before the look after it (the seam holds the
+/// worker there): the batch is in the disabled queue, which keeps it, and in staging, unacknowledged. It stays in
+/// doubt: a return fails in words while the target is disabled, and settles it once the target is enabled again —
+/// every message once, on the target or back on the source. Before, the look after the commit took the batch out
+/// of doubt, and a return put it back on the source as well: ten messages twice (first seen in a clean-clone CI run
+/// of `a_target_disabled_mid_run_fails_the_run_and_loses_nothing`, where the disable fell in that window by chance).
+#[tokio::test]
+async fn a_target_disabled_just_after_a_commit_keeps_the_batch_in_doubt_and_a_return_does_not_double_it() {
+    let bed = TestBed::require().await;
+    let (source, target, ids) = source_and_target("off_after", 100).await;
+    let mut world = World::new("off_after", &[("batch_size", json!(10))]).await;
+    world.spawn_worker("w1", &[("ARTEMIS_TRANSFER_FAULT_PAUSE", "target-committed:5000")]).await;
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let run = stored.run_id;
+    let west = bed.node("west-1");
+    let j = Jolokia::new(west);
+    wait_for("the first batch committed on the target", RUN_LIMIT, || async {
+        (j.message_count(&target).await.unwrap_or(0) >= 10).then_some(())
+    })
+    .await;
+    j.exec(&j.queue_mbean(&target, &target), "disable()", json!([])).await.unwrap();
+
+    let (state, counters) = world.wait_run(run, &["failed", "succeeded", "partial"], RUN_LIMIT).await;
+    let (_, _, error) = run_words(&world, run).await;
+    let error = error.unwrap_or_default();
+    assert_eq!(state, "failed", "a run whose target was disabled must fail; {counters:?}");
+    assert!(error.contains("found just after a batch was committed") && error.contains("in doubt"), "{error}");
+    assert_eq!(world.end_code(run).await.as_deref(), Some("target-changed"));
+    assert_eq!(
+        crate::support::in_doubt_ids(&world, run).await.len(),
+        10,
+        "the batch on the target and in staging stays in doubt"
+    );
+    let on_target = census(west, &target).await;
+    let in_staging = census(bed.node("east-1"), &staging_of(run)).await;
+    assert_eq!(on_target.len(), 10, "the first batch is in the disabled queue: {on_target:?}");
+    assert!(on_target.keys().all(|id| in_staging.contains_key(id)), "and in staging");
+    assert_eq!(counters.delivered, 0, "{counters:?}");
+
+    let returned = return_past_a_disabled_target(&world, run, (&source, &target), &ids, &on_target, 10).await;
+    assert_eq!(returned.delivered, 10, "{returned:?}");
 
     clean_up(bed.node("east-1"), &[&source]).await;
     clean_up(west, &[&target]).await;

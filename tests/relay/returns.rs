@@ -10,7 +10,9 @@ use testbed::TestBed;
 
 use std::collections::BTreeMap;
 
-use crate::support::{assert_accounting, census, management, queue_ref, source_and_target_of, Census, World};
+use crate::support::{
+    assert_accounting, census, in_doubt_ids, management, queue_ref, source_and_target_of, Census, World,
+};
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::service::StoredPreview;
 use artemis_transfer::transfer::Selection;
@@ -155,6 +157,39 @@ async fn a_return_sends_its_batch_in_doubt_back_to_the_source_when_the_target_re
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&put_back));
 }
 
+/// A worker killed as a return settles its batch in doubt — right after the target's commit, or right after
+/// staging's — is replaced, and the batch lands once: the next attempt sends what is still in staging again (the
+/// target's duplicate cache drops what it has) and counts what is gone from staging as delivered.
+#[tokio::test]
+async fn a_worker_killed_while_a_return_settles_its_batch_in_doubt_is_replaced_and_the_batch_lands_once() {
+    tokio::join!(
+        killed_while_settling_the_batch_in_doubt("ret_kill_tc", "target-commit"),
+        killed_while_settling_the_batch_in_doubt("ret_kill_sc", "source-commit"),
+    );
+}
+
+/// [`a_worker_killed_while_a_return_settles_its_batch_in_doubt_is_replaced_and_the_batch_lands_once`] at `step`.
+async fn killed_while_settling_the_batch_in_doubt(label: &str, step: &str) {
+    let (source, target, ids) = source_and_target_of(label, 100, "text,bytes").await;
+    let (mut world, stored, saved, w2) = interrupted_with_a_batch_in_doubt(label, &source, &target).await;
+    world.workers[w2].kill9();
+    restore_west(&world, &saved).await;
+    let in_staging = census(TestBed::get().node("east-1"), &format!("studio.transfer.{}", stored.run_id)).await;
+
+    let fault = format!("{step}:1");
+    let doomed = world.spawn_worker("doomed_return", &[("ARTEMIS_TRANSFER_FAULT", fault.as_str())]).await;
+    actions::return_to_source(&world.pool, stored.run_id, "tester", 10).await.unwrap();
+    let status = world.workers[doomed].wait_exit(LIMIT).await;
+    assert!(!status.success(), "the worker was meant to abort at {step}, but exited {status}");
+    world.spawn_worker("rescuer", &[]).await;
+    let (_, returned) = world.wait_run(stored.run_id, &["returned"], LIMIT).await;
+    assert_eq!(returned.delivered, 20, "{step}: the batch in doubt is delivered once: {returned:?}");
+    let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
+    let put_back: BTreeMap<String, usize> =
+        in_staging.into_iter().filter(|(id, _)| !on_target.contains_key(id)).collect();
+    assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&put_back));
+}
+
 /// A move of `source` (east-1) to `target` (west-1) in batches of 20 whose worker aborts right after recording its
 /// first batch in doubt (sent or not, nobody knows), then Interrupted by a second worker's few quick retries while
 /// west cannot be reached: its batch of 20 still in doubt. Returns the world, the run, west's endpoints as they
@@ -178,16 +213,6 @@ async fn interrupted_with_a_batch_in_doubt(
     let in_doubt = in_doubt_ids(&world, stored.run_id).await;
     assert_eq!(in_doubt.len(), 20, "the first batch is in doubt: {in_doubt:?}");
     (world, stored, saved, w2)
-}
-
-/// The staging ids the run holds in doubt.
-async fn in_doubt_ids(world: &World, run: uuid::Uuid) -> Vec<i64> {
-    let in_doubt: serde_json::Value = sqlx::query_scalar("SELECT relay->'in_doubt' FROM transfer_run WHERE id = $1")
-        .bind(run)
-        .fetch_one(&world.pool)
-        .await
-        .unwrap();
-    in_doubt.as_array().map(|a| a.iter().filter_map(serde_json::Value::as_i64).collect()).unwrap_or_default()
 }
 
 /// The payload ids of the messages in `run`'s staging whose staging message ids are `ids`.

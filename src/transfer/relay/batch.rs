@@ -506,10 +506,11 @@ impl<'a> Batch<'a> {
                 self.laps.lap("target-send+commit");
                 Ok(ControlFlow::Continue(landed))
             }
-            Err(SendFailure::Refused { words, one_by_one }) => {
-                // Rolled back on the target: the batch is in staging only (in one-by-one mode the messages before
-                // the refusal may be on the target as well, so the batch stays in doubt).
-                self.give_back_unsent(source, settled, !one_by_one).await?;
+            Err(SendFailure::Refused { words, maybe_on_target }) => {
+                // Given back to staging. Rolled back on the target, the batch is in staging only; but in one-by-one
+                // mode the messages before the refusal are committed, and a change found just after the commit may
+                // have come after it: then the batch may be on the target as well, and stays in doubt.
+                self.give_back_unsent(source, settled, !maybe_on_target).await?;
                 Err(RelayError::refused(Code::TargetChanged, words))
             }
             Err(SendFailure::Full(e)) => {

@@ -7,7 +7,8 @@
 //!
 //! Steps, in a relay batch's order (SPEC §4.2): `refill` (after the broker's move into staging),
 //! `receive` (after the batch was received), `in-doubt` (after its ids were recorded), `target-commit`,
-//! `source-commit`, `pg-commit` (after the job's fenced commit); `return` (after a return's broker move); and
+//! `source-commit`, `pg-commit` (after the job's fenced commit) — a return's batch in doubt passes `receive`,
+//! `target-commit` and `source-commit` too; `return` (after a return's broker move); and
 //! `local-move` (after the broker's move of a chunk on one node, before its count is written). A copy's
 //! (SPEC §5): `copy-browse` (a batch browsed, nothing sent), `copy-target-commit` (committed on the target, not
 //! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice). The dead message queue's (SPEC §4.4):
@@ -19,9 +20,13 @@
 //! makes every target send of a message whose property `<property>` reads `<value>` (a string, or an integer
 //! written in decimal) fail as the target broker's refusal would, without sending it: a real poison message is
 //! rare, and the relay must be shown to prove and dead-letter one.
+//!
+//! A third, for a window one round trip wide: `ARTEMIS_TRANSFER_FAULT_PAUSE=<step>:<milliseconds>` makes the worker
+//! wait that long the first time it passes `step` (one of [`PAUSE_STEPS`]), so a test can change the target there:
+//! `target-committed` is just after a batch's target commit, before the look at the target queue after it.
 
 #[cfg(feature = "fault-injection")]
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 #[cfg(feature = "fault-injection")]
 use std::sync::OnceLock;
 
@@ -30,6 +35,12 @@ pub const VAR: &str = "ARTEMIS_TRANSFER_FAULT";
 
 /// The environment variable naming the message the target "refuses" (`<property>=<value>`).
 pub const REFUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_REFUSE";
+
+/// The environment variable naming the step a worker waits at once, and for how long (`<step>:<milliseconds>`).
+pub const PAUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_PAUSE";
+
+/// The steps [`PAUSE_VAR`] can name.
+pub const PAUSE_STEPS: &[&str] = &["target-committed"];
 
 /// The steps a fault can name.
 pub const STEPS: &[&str] = &[
@@ -120,6 +131,44 @@ pub fn refusal(headers: &artemis_core::MessageHeaders) -> Option<artemis_core::E
             op: "send",
         })
     })
+}
+
+#[cfg(feature = "fault-injection")]
+fn pause_configured() -> Option<&'static (String, std::time::Duration, AtomicBool)> {
+    static PAUSE: OnceLock<Option<(String, std::time::Duration, AtomicBool)>> = OnceLock::new();
+    PAUSE
+        .get_or_init(|| {
+            let spec = std::env::var(PAUSE_VAR).ok()?;
+            match spec.split_once(':').map(|(step, ms)| (step, ms.parse::<u64>())) {
+                Some((step, Ok(ms))) if PAUSE_STEPS.contains(&step) => {
+                    Some((step.to_string(), std::time::Duration::from_millis(ms), AtomicBool::new(false)))
+                }
+                _ => {
+                    eprintln!("{PAUSE_VAR}={spec}: expected <step>:<milliseconds>, step one of {PAUSE_STEPS:?}");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Waits at `step` the first time this process passes it, if [`PAUSE_VAR`] names it.
+#[cfg(feature = "fault-injection")]
+pub async fn pause(step: &str) {
+    debug_assert!(PAUSE_STEPS.contains(&step), "unknown pause step {step}");
+    if let Some((at, wait, done)) = pause_configured() {
+        if at == step && !done.swap(true, Ordering::SeqCst) {
+            eprintln!("{PAUSE_VAR}: waiting {wait:?} at step {step}");
+            tokio::time::sleep(*wait).await;
+        }
+    }
+}
+
+/// Without the `fault-injection` feature: no wait.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub async fn pause(step: &str) {
+    debug_assert!(PAUSE_STEPS.contains(&step), "unknown pause step {step}");
 }
 
 /// Without the `fault-injection` feature: nothing.

@@ -178,17 +178,30 @@ pub fn recheck_before_commit(queue: &str, before: &QueueView, after: Option<&Que
 /// The same look just **after** the target commit. A change found there came between the look before the commit
 /// and this one — before the commit reached the broker, or after. A send is routed to the queue when it is sent, and
 /// a commit adds it to that queue even if it was deleted meanwhile (it is then lost with it) or disabled (dropped),
-/// and the commit still succeeds: so the batch is not acknowledged, it stays in staging and nothing is lost; but if
-/// the change came after the commit, its messages were in the queue too, and went with it. `Err` says so.
+/// and the commit still succeeds: so the batch is not acknowledged and stays in staging, and nothing is lost. But
+/// where the queue is still there ([`may_hold_the_batch`]), the change may have come after the commit and the batch
+/// be in the queue as well: it stays in doubt, and a resume or a return sends it again once the target accepts
+/// messages — the target's duplicate-id cache keeps each message once. `Err` says which.
 pub fn recheck_after_commit(queue: &str, before: &QueueView, after: Option<&QueueView>) -> Result<(), String> {
-    match change_of(before, after) {
-        None => Ok(()),
-        Some(change) => Err(format!(
-            "the target queue {queue} {change}, found just after a batch was committed to it: the broker may have \
-             lost or dropped that batch, so it was not acknowledged and stays in staging (nothing is lost) — but if \
-             the change came after the commit, its messages were in the queue as well, and went with it"
-        )),
-    }
+    let Some(change) = change_of(before, after) else {
+        return Ok(());
+    };
+    let fate = if may_hold_the_batch(after) {
+        "so it was not acknowledged and stays in staging, in doubt (nothing is lost): if the change came after the \
+         commit, the batch is in the queue as well, and a resume or a return sends it again once the target accepts \
+         messages (the target's duplicate-id cache keeps each message once)"
+    } else {
+        "so it was not acknowledged and stays in staging (nothing is lost): the batch went with the queue or never \
+         reached it"
+    };
+    Err(format!("the target queue {queue} {change}, found just after a batch was committed to it: {fate}"))
+}
+
+/// Whether a target queue found changed just after a batch's commit (`after`, `None` once deleted) may hold the
+/// batch: one still there kept what was routed to it before the change (a disabled queue keeps its messages, an
+/// auto-created successor holds what was sent to it); a deleted one took it along.
+pub fn may_hold_the_batch(after: Option<&QueueView>) -> bool {
+    after.is_some()
 }
 
 /// What changed in the target queue between `before` and `after` that would lose a batch, in words; `None`: nothing.

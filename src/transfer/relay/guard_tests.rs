@@ -263,6 +263,24 @@ fn a_target_changed_while_a_batch_was_sent_gets_no_commit() {
     assert_eq!(recheck_after_commit("q", &plain, Some(&plain)), Ok(()));
     let after = recheck_after_commit("q", &plain, None).unwrap_err();
     assert!(after.contains("deleted") && after.contains("stays in staging") && !after.contains("not committed"));
+    assert!(after.contains("went with the queue") && !after.contains("in doubt"), "{after}");
+}
+
+#[test]
+fn a_target_found_changed_after_a_commit_may_hold_the_batch_unless_it_was_deleted() {
+    let plain = QueueView { enabled: Some(true), ..QueueView::default() };
+    let disabled = QueueView { enabled: Some(false), ..plain.clone() };
+    // A disabled queue keeps what was routed to it before: the batch may be there as well as in staging.
+    assert!(may_hold_the_batch(Some(&disabled)));
+    let words = recheck_after_commit("q", &plain, Some(&disabled)).unwrap_err();
+    assert!(
+        words.contains("disabled") && words.contains("in doubt") && words.contains("in the queue as well"),
+        "{words}"
+    );
+    // An auto-created successor holds what was sent to it.
+    assert!(may_hold_the_batch(Some(&QueueView { auto_created: true, ..plain.clone() })));
+    // A deleted queue took the batch with it.
+    assert!(!may_hold_the_batch(None));
 }
 
 #[test]

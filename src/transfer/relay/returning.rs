@@ -14,6 +14,8 @@
 //! | [`Take::dead_letter`] | nothing: a refused message is proven not on the target, so it stays in staging and goes back to the source with the rest | — |
 //! | [`Take::record`] | the batch counted, out of doubt, with its event, fenced | — |
 //!
+//! The crash seam names the batch's steps: `receive`, `target-commit`, `source-commit`.
+//!
 //! Where the target cannot be reached or takes nothing, the batch stays in staging and the return fails in words
 //! ([`in_doubt_stays`]): some of it may be on the target, so moving it back to the source could double it.
 
@@ -33,7 +35,7 @@ use super::staged::{list_staging, staging_depth};
 use super::state::{RelayState, TransferRun};
 use super::window::{self, Resend};
 use super::Code;
-use super::{dmq, RelayConfig, RelayError, TransferHandler};
+use super::{dmq, fault, RelayConfig, RelayError, TransferHandler};
 use crate::broker::jolokia::BrokerState;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::JobContext;
@@ -148,6 +150,7 @@ impl Take for ReturnBatch<'_> {
         let Some(target) = ready.target.as_ref() else {
             return Err(RelayError::transient(Code::Core, "the batch in doubt has no target to be sent to"));
         };
+        fault::reach("receive");
         let conn = target.connect(self.config.connection_ttl).await.map_err(|e| self.unreachable(&e, count))?;
         ready.target_conn = Some(conn);
         Ok(())
@@ -176,7 +179,10 @@ impl Take for ReturnBatch<'_> {
         let sent = send_taken(&session, &watch, taken, &ready.route, Mode::Move, attempts, accepted_before).await;
         ready.target_session = Some(session);
         match sent {
-            Ok(landed) => Ok(ControlFlow::Continue(landed)),
+            Ok(landed) => {
+                fault::reach("target-commit");
+                Ok(ControlFlow::Continue(landed))
+            }
             Err(SendFailure::Refused { words, .. }) => Err(stays(words)),
             Err(SendFailure::Full(f)) => Err(RelayError::transient_in(
                 Code::Target("capacity-bytes"),
@@ -199,6 +205,7 @@ impl Take for ReturnBatch<'_> {
             }
         }
         ready.session.commit().await?;
+        fault::reach("source-commit");
         Ok(())
     }
 
@@ -315,4 +322,40 @@ fn in_doubt_stays(why: String, count: usize, staging_queue: &str, until: &str) -
              on the target. Return again once the target {until}."
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::InDoubt;
+    use crate::transfer::relay::state::RelayState;
+
+    fn relay(in_doubt: &[i64], dead_letter: &[i64]) -> RelayState {
+        RelayState { in_doubt: in_doubt.to_vec(), dead_letter: dead_letter.to_vec(), ..RelayState::default() }
+    }
+
+    #[test]
+    fn ids_still_in_staging_are_wanted_and_the_gone_ones_are_delivered_or_dead_lettered() {
+        let present: HashSet<i64> = [2, 4, 9].into_iter().collect();
+        let doubt = InDoubt::sort(&relay(&[1, 2, 3, 4, 5], &[3]), &present);
+        assert_eq!(doubt.wanted, [2, 4].into_iter().collect());
+        assert_eq!((doubt.gone, doubt.dead), (2, 1), "1 and 5 delivered, 3 dead-lettered");
+    }
+
+    #[test]
+    fn an_id_named_by_the_dead_letter_intent_but_still_in_staging_is_sent_again() {
+        // The intent is written before the DMQ's commit: an id it names that is still in staging never left.
+        let present: HashSet<i64> = [3].into_iter().collect();
+        let doubt = InDoubt::sort(&relay(&[1, 3], &[3]), &present);
+        assert_eq!(doubt.wanted, [3].into_iter().collect());
+        assert_eq!((doubt.gone, doubt.dead), (1, 0));
+    }
+
+    #[test]
+    fn nothing_in_doubt_is_nothing_to_settle() {
+        let doubt = InDoubt::sort(&relay(&[], &[7]), &HashSet::new());
+        assert!(doubt.wanted.is_empty());
+        assert_eq!((doubt.gone, doubt.dead), (0, 0));
+    }
 }

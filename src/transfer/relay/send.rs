@@ -8,7 +8,7 @@ use std::time::Duration;
 use artemis_core::{CoreMessage, MessageHeaders};
 
 use super::fault;
-use super::guard::{recheck_after_commit, recheck_before_commit, QueueView};
+use super::guard::{may_hold_the_batch, recheck_after_commit, recheck_before_commit, QueueView};
 use super::poison::{self, Poison};
 use super::receive::{Received, Taken};
 use super::state::{BatchCount, TransferRun};
@@ -137,12 +137,15 @@ pub(crate) enum SendFailure {
     /// The address is full: wait for room.
     Full(Full),
     /// The target queue changed while the batch was being sent (deleted, disabled, …; see
-    /// [`recheck_before_commit`]): the transaction was rolled back instead of committed.
+    /// [`recheck_before_commit`]): the transaction was rolled back instead of committed — or the change was found
+    /// just after the commit ([`recheck_after_commit`]).
     Refused {
         /// Why, in words.
         words: String,
-        /// Whether it came in one-by-one mode (the messages before it may be committed on the target).
-        one_by_one: bool,
+        /// Whether any of the batch may be on the target, so it stays in doubt: in one-by-one mode the messages
+        /// before the refusal are committed, and a change found just after the commit may have come after it
+        /// ([`may_hold_the_batch`]).
+        maybe_on_target: bool,
     },
     /// Anything else.
     Other(artemis_core::Error),
@@ -185,16 +188,18 @@ impl<'a> TargetWatch<'a> {
     async fn check(&self, one_by_one: bool) -> Result<(), SendFailure> {
         let after = self.conn.queue_query(&self.queue).await.map_err(SendFailure::Other)?;
         recheck_before_commit(&self.display, &self.before, after.map(|q| QueueView::from(&q)).as_ref())
-            .map_err(|words| SendFailure::Refused { words, one_by_one })
+            .map_err(|words| SendFailure::Refused { words, maybe_on_target: one_by_one })
     }
 
     /// The look again once the commit is done: a change between the last look and the commit is only seen here,
     /// and the broker commits into a queue deleted or disabled meanwhile without a word ([`recheck_after_commit`]).
     /// A refusal here keeps the batch unacknowledged in staging.
     async fn check_committed(&self, one_by_one: bool) -> Result<(), SendFailure> {
-        let after = self.conn.queue_query(&self.queue).await.map_err(SendFailure::Other)?;
-        recheck_after_commit(&self.display, &self.before, after.map(|q| QueueView::from(&q)).as_ref())
-            .map_err(|words| SendFailure::Refused { words, one_by_one })
+        let after = self.conn.queue_query(&self.queue).await.map_err(SendFailure::Other)?.map(|q| QueueView::from(&q));
+        recheck_after_commit(&self.display, &self.before, after.as_ref()).map_err(|words| SendFailure::Refused {
+            words,
+            maybe_on_target: one_by_one || may_hold_the_batch(after.as_ref()),
+        })
     }
 }
 
@@ -288,6 +293,7 @@ impl Target<'_> {
             }
             self.watch.check(false).await?;
             self.session.commit().await.map_err(SendFailure::Other)?;
+            fault::pause("target-committed").await;
             self.watch.check_committed(false).await
         };
         match all.await {

@@ -616,3 +616,13 @@ pub fn assert_accounting(counters: &Counters, census: &Census) {
         wrong.join("; ")
     );
 }
+
+/// The staging ids the run holds in doubt.
+pub async fn in_doubt_ids(world: &World, run: uuid::Uuid) -> Vec<i64> {
+    let in_doubt: serde_json::Value = sqlx::query_scalar("SELECT relay->'in_doubt' FROM transfer_run WHERE id = $1")
+        .bind(run)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    in_doubt.as_array().map(|a| a.iter().filter_map(serde_json::Value::as_i64).collect()).unwrap_or_default()
+}
