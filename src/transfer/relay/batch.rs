@@ -560,14 +560,8 @@ impl<'a> Batch<'a> {
 
     /// Step 5: the batch but its proven poison acknowledged from staging, and the source committed.
     async fn acknowledge(&mut self, source: &mut SourceSide, taken: &Taken, landed: &Landed) -> Result<(), RelayError> {
-        let poisoned: HashSet<usize> = landed.sent.poison.iter().map(|p| p.index).collect();
         let consumer = batch_consumer(&mut source.consumer)?;
-        for (i, r) in taken.received.iter().enumerate() {
-            if !poisoned.contains(&i) {
-                consumer.ack(&r.delivery).await?;
-            }
-        }
-        source.session.commit().await?;
+        taken.acknowledge_all_but(consumer, &source.session, &landed.poisoned()).await?;
         fault::reach("source-commit");
         self.laps.lap("source-ack+commit");
         Ok(())

@@ -56,6 +56,23 @@ impl Taken {
         let ids = received.iter().map(|r| r.delivery.message_id()).collect();
         Taken { received, bytes, ids }
     }
+
+    /// Acknowledges the batch from `consumer` but the messages at `poisoned` (they stay delivered to it, for the
+    /// dead-letter step or to go back to staging as it closes), and commits `session`.
+    pub(crate) async fn acknowledge_all_but(
+        &self,
+        consumer: &mut artemis_core::Consumer,
+        session: &artemis_core::Session,
+        poisoned: &HashSet<usize>,
+    ) -> Result<(), RelayError> {
+        for (i, r) in self.received.iter().enumerate() {
+            if !poisoned.contains(&i) {
+                consumer.ack(&r.delivery).await?;
+            }
+        }
+        session.commit().await?;
+        Ok(())
+    }
 }
 
 /// How much one batch may take.

@@ -195,16 +195,10 @@ impl Take for ReturnBatch<'_> {
 
     /// The batch but its refused messages acknowledged from staging, and the source committed.
     async fn settle_source(&mut self, ready: &mut Ready, taken: &Taken, landed: &Landed) -> Result<(), RelayError> {
-        let poisoned = landed.poisoned();
         let consumer = ready.consumer.as_mut().ok_or_else(|| {
             RelayError::transient(Code::Core, "the batch in doubt's staging consumer closed before it was settled")
         })?;
-        for (i, r) in taken.received.iter().enumerate() {
-            if !poisoned.contains(&i) {
-                consumer.ack(&r.delivery).await?;
-            }
-        }
-        ready.session.commit().await?;
+        taken.acknowledge_all_but(consumer, &ready.session, &landed.poisoned()).await?;
         fault::reach("source-commit");
         Ok(())
     }
