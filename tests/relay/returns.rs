@@ -134,6 +134,7 @@ async fn a_return_sends_its_batch_in_doubt_back_to_the_source_when_the_target_re
                 ("ARTEMIS_TRANSFER_FAULT_REFUSE", refuse.as_str()),
                 ("ARTEMIS_TRANSFER__RETRY__MAX_ATTEMPTS", "2"),
                 ("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200"),
+                ("ARTEMIS_TRANSFER__RETRY__MAX_DELAY_SECS", "1"),
             ],
         )
         .await;
@@ -207,7 +208,12 @@ async fn interrupted_with_a_batch_in_doubt(
     world.execute(&stored).await;
     world.workers[doomed].wait_exit(LIMIT).await;
     let saved = point_west_at_a_closed_port(&world).await;
-    let retries = [("ARTEMIS_TRANSFER__RETRY__MAX_ATTEMPTS", "2"), ("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200")];
+    // The job was enqueued with ten attempts: short delays between them keep the wait for Interrupted to seconds.
+    let retries = [
+        ("ARTEMIS_TRANSFER__RETRY__MAX_ATTEMPTS", "2"),
+        ("ARTEMIS_TRANSFER__RETRY__MIN_DELAY_MS", "200"),
+        ("ARTEMIS_TRANSFER__RETRY__MAX_DELAY_SECS", "1"),
+    ];
     let w2 = world.spawn_worker("w2", &retries).await;
     world.wait_run(stored.run_id, &["interrupted"], LIMIT).await;
     let in_doubt = in_doubt_ids(&world, stored.run_id).await;
