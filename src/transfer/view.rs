@@ -347,7 +347,7 @@ mod tests {
         let r = record(
             "running",
             json!({ "selected": 1000, "staged": 600, "delivered": 400, "not_taken_scheduled": 0 }),
-            json!({ "in_doubt": [7, 8, 9] }),
+            json!({ "in_doubt": [{ "ids": [7, 8], "window": null }, { "ids": [9] }] }),
         );
         let v = RunView::build(&r, Vec::new(), at(10));
         assert_eq!(v.pipeline.held_in_staging, 200);

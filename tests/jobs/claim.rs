@@ -328,7 +328,7 @@ async fn a_stop_keeps_the_job_of_a_run_with_a_batch_in_doubt_and_makes_it_due_no
         .execute(&db.pool)
         .await
         .unwrap();
-    sqlx::query("UPDATE transfer_run SET relay = '{\"in_doubt\": [7, 8]}'::jsonb WHERE id = $1")
+    sqlx::query("UPDATE transfer_run SET relay = '{\"in_doubt\": [{\"ids\": [7, 8]}]}'::jsonb WHERE id = $1")
         .bind(run)
         .execute(&db.pool)
         .await

@@ -2,6 +2,7 @@
 
 use artemis_transfer::jobs::probe::ProbeSpec;
 use artemis_transfer::jobs::settings;
+use artemis_transfer::jobs::RunId;
 
 use crate::support;
 
@@ -78,4 +79,78 @@ async fn migrate_seeds_settings_and_keeps_changes() {
     support::set_cap(&db.pool, 9).await;
     artemis_transfer::jobs::migrate(&db.pool, &support::defaults(), "test").await.unwrap();
     assert_eq!(settings::load(&db.pool).await.unwrap().concurrent_runs, 9);
+}
+
+/// Migration 0012 turns a run's one list of ids in doubt, with its window beside it, into one mark per batch
+/// (`relay/in_doubt.rs`), and leaves rows already of the new shape as they are.
+#[tokio::test]
+async fn the_in_doubt_list_of_an_older_run_becomes_one_batch_mark() {
+    let db = support::db("in_doubt_marks").await;
+    let window = serde_json::json!({ "target": "west/west-1/q", "start": 40, "target_started": 7 });
+    let marks = serde_json::json!([{ "ids": [1, 2], "window": window }, { "ids": [3], "window": null }]);
+    let [old, fresh, empty] = runs_with_relays(
+        &db,
+        [
+            serde_json::json!({ "in_doubt": [1, 2], "window": window, "exhausted": true }),
+            serde_json::json!({ "in_doubt": marks }),
+            serde_json::json!({ "in_doubt": [], "window": window }),
+        ],
+    )
+    .await;
+    sqlx::raw_sql(include_str!("../../migrations/0012_in_doubt_marks_per_batch.sql")).execute(&db.pool).await.unwrap();
+    let relay = |run| {
+        sqlx::query_scalar::<_, serde_json::Value>("SELECT relay FROM transfer_run WHERE id = $1")
+            .bind(run)
+            .fetch_one(&db.pool)
+    };
+    let converted = serde_json::json!({ "in_doubt": [{ "ids": [1, 2], "window": window }], "exhausted": true });
+    assert_eq!(relay(old).await.unwrap(), converted);
+    assert_eq!(relay(fresh).await.unwrap(), serde_json::json!({ "in_doubt": marks }), "already one mark per batch");
+    assert_eq!(relay(empty).await.unwrap(), serde_json::json!({ "in_doubt": [] }));
+    let state: artemis_transfer::transfer::relay::state::RelayState =
+        serde_json::from_value(relay(old).await.unwrap()).unwrap();
+    assert_eq!((state.in_doubt.ids(), state.exhausted), (vec![1, 2], true), "the worker reads what it wrote");
+}
+
+/// The window sees one holder per batch mark of every other run with the address in its window, and none of the
+/// asking run's own (`window_holders.sql`).
+#[tokio::test]
+async fn every_batch_mark_of_another_run_holds_its_own_place_in_the_window() {
+    use artemis_transfer::transfer::store::window::window_holders;
+    let db = support::db("window_marks").await;
+    let window = |target: &str, start: i64| serde_json::json!({ "target": target, "start": start });
+    let marks = |target: &str| {
+        serde_json::json!({ "in_doubt": [
+            { "ids": [1, 2, 3], "window": window(target, 10) },
+            { "ids": [4], "window": window(target, 13) },
+            { "ids": [5], "window": null },
+        ] })
+    };
+    let [asking, other, _elsewhere] =
+        runs_with_relays(&db, [marks("west/west-1/q"), marks("west/west-1/q"), marks("west/west-1/r")]).await;
+    let mut held: Vec<(i64, i32)> = window_holders(&db.pool, asking.0, "west/west-1/q")
+        .await
+        .unwrap()
+        .into_iter()
+        .inspect(|h| assert_eq!(h.run, other.0, "only the other run on that address"))
+        .map(|h| (h.start.unwrap_or(-1), h.size))
+        .collect();
+    held.sort_unstable();
+    assert_eq!(held, [(10, 3), (13, 1)], "one holder per batch mark with a window on the address");
+}
+
+/// `N` probe runs, each with its relay cursor set to the value at its place.
+async fn runs_with_relays<const N: usize>(db: &support::Db, relays: [serde_json::Value; N]) -> [RunId; N] {
+    let mut runs = Vec::with_capacity(N);
+    for relay in relays {
+        let run = support::start_probe_run(&db.pool, &ProbeSpec::new(3)).await;
+        sqlx::query("UPDATE transfer_run SET relay = $2 WHERE id = $1")
+            .bind(run)
+            .bind(relay)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        runs.push(run);
+    }
+    runs.try_into().unwrap_or_else(|_| unreachable!("one run per relay"))
 }

@@ -449,10 +449,11 @@ async fn random_kill9_of_workers_during_a_50000_message_move() {
 
 // ------------------------------------------------------------------------------------------------------ brokers
 
-/// How many staging ids the run holds in doubt now.
+/// How many staging ids the run holds in doubt now, over every batch's mark.
 async fn ids_in_doubt(pool: &PgPool, run: Uuid) -> i32 {
     sqlx::query_scalar(
-        "SELECT jsonb_array_length(coalesce(relay->'in_doubt', '[]'::jsonb)) FROM transfer_run WHERE id = $1",
+        "SELECT coalesce(sum(jsonb_array_length(m->'ids')), 0)::int \
+         FROM transfer_run, jsonb_array_elements(coalesce(relay->'in_doubt', '[]'::jsonb)) m WHERE id = $1",
     )
     .bind(run)
     .fetch_one(pool)

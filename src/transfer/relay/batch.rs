@@ -32,6 +32,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
+use super::in_doubt::Marks;
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
 use super::queues::target_facts;
@@ -223,8 +224,8 @@ impl Take for Batch<'_> {
 struct Settled {
     /// In-doubt ids gone from staging (and not dead-lettered): delivered, counted with the next fenced write.
     reconciled: i64,
-    /// In-doubt ids still in staging: this batch sends them again.
-    still_in_doubt: Vec<i64>,
+    /// The marks in doubt with their ids still in staging: this batch sends them again.
+    still_in_doubt: Marks,
 }
 
 impl<'a> Batch<'a> {
@@ -293,7 +294,8 @@ impl<'a> Batch<'a> {
         }
         let listed = list_staging(conn, &self.staging_queue).await?;
         let held = staging_depth(conn, &self.staging_queue).await?;
-        let missing: Vec<i64> = self.run.relay.in_doubt.iter().copied().filter(|id| !listed.ids.contains(id)).collect();
+        let missing: Vec<i64> =
+            self.run.relay.in_doubt.ids().into_iter().filter(|id| !listed.ids.contains(id)).collect();
         if !missing.is_empty() && held > listed.ids.len() as i64 {
             // Some of staging is still in delivery to a consumer that is gone (a dead or stalled worker): "not in
             // staging" cannot yet be read as "delivered".
@@ -301,7 +303,7 @@ impl<'a> Batch<'a> {
         }
         let dead = self.count_dead_lettered(&missing).await?;
         let reconciled = (missing.len() - dead) as i64;
-        let still_in_doubt = self.run.relay.in_doubt.iter().copied().filter(|id| listed.ids.contains(id)).collect();
+        let still_in_doubt = self.run.relay.in_doubt.kept(|id| listed.ids.contains(&id));
         if let Some(intent) = self.run.relay.refill.take() {
             if intent.ids.is_none() {
                 // A filter's refill whose result was never written moved an unknown number: every message that
@@ -325,7 +327,7 @@ impl<'a> Batch<'a> {
         let dead: Vec<i64> = missing.iter().copied().filter(|id| self.run.relay.dead_letter.contains(id)).collect();
         self.run.relay.dead_letter.clear();
         if !dead.is_empty() {
-            self.run.relay.in_doubt.retain(|id| !dead.contains(id));
+            self.run.relay.in_doubt.retain(|id| !dead.contains(&id));
             self.run.counters.dead_lettered += dead.len() as i64;
             let mut tx = self.ctx.lease.begin().await?;
             row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
@@ -343,7 +345,7 @@ impl<'a> Batch<'a> {
             return Ok(ControlFlow::Continue(()));
         }
         let target_broker = facts.node.as_ref().map(|n| &n.broker);
-        match window::resend(self.run.relay.window.as_ref(), target_broker) {
+        match window::resend_marks(&settled.still_in_doubt, target_broker) {
             Resend::Safe => Ok(ControlFlow::Continue(())),
             Resend::Unknown(words) => Err(RelayError::transient(Code::DuplicateWindow, words)),
             Resend::CacheLost => {
@@ -351,7 +353,8 @@ impl<'a> Batch<'a> {
                 self.run.counters.delivered += settled.reconciled;
                 let started = target_broker.and_then(BrokerState::started_millis);
                 let held_in = format!("the staging queue {} on {}", self.staging_queue, self.run.plan.source.node);
-                let stop = stop_for_lost_cache(self.ctx, &mut self.run, started, &settled.still_in_doubt, &held_in);
+                let ids = settled.still_in_doubt.ids();
+                let stop = stop_for_lost_cache(self.ctx, &mut self.run, started, &ids, &held_in);
                 Ok(ControlFlow::Break(stop.await?))
             }
         }
@@ -465,18 +468,19 @@ impl<'a> Batch<'a> {
         settled: &mut Settled,
         facts: &EndFacts,
     ) -> Step {
-        let new_ids: Vec<i64> = taken.ids.iter().copied().filter(|id| !settled.still_in_doubt.contains(id)).collect();
+        let new_ids: Vec<i64> = taken.ids.iter().copied().filter(|id| !settled.still_in_doubt.contains(*id)).collect();
         let mut tx = self.ctx.lease.begin().await?;
         let (cache, started) =
             (facts.duplicate_cache_size(), facts.node.as_ref().and_then(|n| n.broker.started_millis()));
-        let resending = !settled.still_in_doubt.is_empty();
-        let admitted = window::admit(tx.conn(), &mut self.run, cache, started, new_ids.len() as i64, resending).await?;
-        if let Err(held) = admitted {
+        // The ids sent again keep their marks; the new ones get this batch's own. Held back, the cursor stays as
+        // loaded: what the reconcile settled is written with its count by a later attempt.
+        let loaded = std::mem::replace(&mut self.run.relay.in_doubt, settled.still_in_doubt.clone());
+        if let Err(held) = window::admit(tx.conn(), &mut self.run, cache, started, new_ids).await? {
             drop(tx);
+            self.run.relay.in_doubt = loaded;
             source.give_back().await;
             return Ok(ControlFlow::Break(hold_back(self.ctx, &mut self.run, &self.settings, held).await?));
         }
-        self.run.relay.in_doubt = settled.still_in_doubt.iter().copied().chain(new_ids).collect();
         self.run.counters.delivered += settled.reconciled;
         settled.reconciled = 0;
         row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
@@ -601,7 +605,7 @@ impl<'a> Batch<'a> {
     ) -> Step<Committed> {
         let ids: HashSet<i64> = batch_ids.iter().copied().collect();
         let relay = &mut self.run.relay;
-        relay.in_doubt = settled.still_in_doubt.into_iter().filter(|id| !ids.contains(id)).collect();
+        relay.in_doubt = settled.still_in_doubt.kept(|id| !ids.contains(&id));
         relay.waiting_since = None;
         relay.dead_letter.clear();
         self.run.counters.add_batch(&count);

@@ -380,12 +380,13 @@ impl<'a> Slice<'a> {
     async fn mark_in_doubt(&mut self, browsed: &Taken, facts: &EndFacts, settings: &Settings) -> Step {
         let target_broker = facts.node.as_ref().map(|n| &n.broker);
         let run = &mut self.run;
-        if browsed.ids.iter().any(|id| run.relay.in_doubt.contains(id)) {
-            match window::resend(run.relay.window.as_ref(), target_broker) {
+        let sent_again = run.relay.in_doubt.kept(|id| browsed.ids.contains(&id));
+        if !sent_again.is_empty() {
+            match window::resend_marks(&sent_again, target_broker) {
                 Resend::Safe => {}
                 Resend::Unknown(words) => return Err(RelayError::transient(Code::DuplicateWindow, words)),
                 Resend::CacheLost => {
-                    let in_doubt = run.relay.in_doubt.clone();
+                    let in_doubt = run.relay.in_doubt.ids();
                     let started = target_broker.and_then(BrokerState::started_millis);
                     let held_in = format!("the source queue {} (a copy leaves them there)", run.plan.source.display());
                     let stop = stop_for_lost_cache(self.ctx, run, started, &in_doubt, &held_in).await?;
@@ -393,15 +394,13 @@ impl<'a> Slice<'a> {
                 }
             }
         }
-        let carried = !run.relay.in_doubt.is_empty();
-        let new_ids: Vec<i64> = browsed.ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(id)).collect();
+        let new_ids: Vec<i64> = browsed.ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(*id)).collect();
         let mut tx = self.ctx.lease.begin().await?;
         let (cache, started) = (facts.duplicate_cache_size(), target_broker.and_then(BrokerState::started_millis));
-        if let Err(held) = window::admit(tx.conn(), run, cache, started, new_ids.len() as i64, carried).await? {
+        if let Err(held) = window::admit(tx.conn(), run, cache, started, new_ids).await? {
             drop(tx);
             return Ok(ControlFlow::Break(hold_back(self.ctx, run, settings, held).await?));
         }
-        run.relay.in_doubt.extend(new_ids);
         row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
         tx.commit_progress().await?;
         Ok(ControlFlow::Continue(()))
@@ -477,7 +476,7 @@ impl<'a> Slice<'a> {
         let run = &mut self.run;
         run.relay.waiting_since = None;
         run.counters.add_batch(&count);
-        run.relay.in_doubt.retain(|id| !ids.contains(id));
+        run.relay.in_doubt.retain(|id| !ids.contains(&id));
         run.relay.progressed_in = Some(JobAttempt::of(&self.ctx.job));
         let mut tx = self.ctx.lease.begin().await?;
         ledger_store::ledger_add(tx.conn(), run.id, &ledger).await?;

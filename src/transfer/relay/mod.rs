@@ -54,6 +54,7 @@ pub mod error;
 pub mod fault;
 pub mod finish;
 pub mod guard;
+pub mod in_doubt;
 pub mod local;
 mod pipeline;
 pub mod poison;

@@ -81,13 +81,10 @@ struct InDoubt {
 
 impl InDoubt {
     fn sort(relay: &RelayState, present: &HashSet<i64>) -> InDoubt {
-        let wanted = relay.in_doubt.iter().copied().filter(|id| present.contains(id)).collect();
-        let (dead, gone): (Vec<i64>, Vec<i64>) = relay
-            .in_doubt
-            .iter()
-            .copied()
-            .filter(|id| !present.contains(id))
-            .partition(|id| relay.dead_letter.contains(id));
+        let ids = relay.in_doubt.ids();
+        let wanted = ids.iter().copied().filter(|id| present.contains(id)).collect();
+        let (dead, gone): (Vec<i64>, Vec<i64>) =
+            ids.into_iter().filter(|id| !present.contains(id)).partition(|id| relay.dead_letter.contains(id));
         InDoubt { wanted, dead: dead.len(), gone: gone.len() }
     }
 }
@@ -258,7 +255,8 @@ impl ReturnBatch<'_> {
             .await
             .map_err(|e| self.unreachable(&e, wanted.len()))?;
         let broker = target.mgmt.broker_state().await.ok();
-        match window::resend(self.run.relay.window.as_ref(), broker.as_ref()) {
+        let sent_again = self.run.relay.in_doubt.kept(|id| wanted.contains(&id));
+        match window::resend_marks(&sent_again, broker.as_ref()) {
             Resend::Safe => Ok(ControlFlow::Continue(target)),
             Resend::Unknown(words) => Err(RelayError::transient(Code::DuplicateWindow, words)),
             Resend::CacheLost => {
@@ -323,10 +321,12 @@ mod tests {
     use std::collections::HashSet;
 
     use super::InDoubt;
+    use crate::transfer::relay::in_doubt::Marks;
     use crate::transfer::relay::state::RelayState;
 
     fn relay(in_doubt: &[i64], dead_letter: &[i64]) -> RelayState {
-        RelayState { in_doubt: in_doubt.to_vec(), dead_letter: dead_letter.to_vec(), ..RelayState::default() }
+        let in_doubt = Marks::of(in_doubt.to_vec(), None);
+        RelayState { in_doubt, dead_letter: dead_letter.to_vec(), ..RelayState::default() }
     }
 
     #[test]

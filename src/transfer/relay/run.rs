@@ -33,7 +33,7 @@ pub(crate) fn stop_outcome(run: &TransferRun) -> Outcome {
 }
 
 /// Stops a run whose batch in doubt cannot be sent again safely ([`window::Resend::CacheLost`]), naming its ids
-/// and where they are held. The batch's mark takes the target's new start, so a resume — the operator's word
+/// and where they are held. The batches' marks take the target's new start, so a resume — the operator's word
 /// that the target does not hold them (any more) — sends them again. The new mark and the stop are one
 /// transaction: a mark written without the stop would let the job's next attempt, with no operator's word,
 /// read the target as unchanged since the batch was sent and send the batch again blind.
@@ -45,9 +45,7 @@ pub(crate) async fn stop_for_lost_cache(
     held_in: &str,
 ) -> Result<Outcome, RelayError> {
     let words = window::cache_lost_words(run.id, &run.plan.target, ids, held_in);
-    if let Some(mark) = run.relay.window.as_mut() {
-        mark.target_started = target_started;
-    }
+    run.relay.in_doubt.restart_windows(target_started);
     let mut tx = ctx.lease.begin().await?;
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     row::event(tx.conn(), run.id, "in_doubt_cache_lost", json!({ "ids": ids, "words": words })).await?;

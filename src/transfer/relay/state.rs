@@ -6,6 +6,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::in_doubt::Marks;
+#[cfg(test)]
+use super::in_doubt::WindowMark;
 use crate::jobs::RunState;
 use crate::transfer::plan::Plan;
 
@@ -13,8 +16,10 @@ use crate::transfer::plan::Plan;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RelayState {
-    /// Staging message ids sent to the target whose source acknowledgement is not known to have committed.
-    pub in_doubt: Vec<i64>,
+    /// What is in doubt, one mark per batch: staging message ids (a copy: source ids) sent to the target whose
+    /// source acknowledgement (a copy: ledger entry) is not known to have committed, each batch's with where it
+    /// began in the target's duplicate-id window.
+    pub in_doubt: Marks,
     /// For an id selection: how many of the plan's ids the refills have handed to the broker so far.
     pub ids_next: usize,
     /// A refill recorded before its broker call and not yet known to have finished.
@@ -44,9 +49,6 @@ pub struct RelayState {
     /// to a dead message queue and acknowledges them from staging: an in-doubt id gone from staging that is named
     /// here was dead-lettered, not delivered (see `dmq`'s module doc).
     pub dead_letter: Vec<i64>,
-    /// Where the batch in doubt began in its target address's count of sent duplicate ids (ADR 0010); kept
-    /// while `in_doubt` holds ids, so other runs into the address leave those ids in the target's cache.
-    pub window: Option<WindowMark>,
     /// A move on one node by a filter or the whole queue: how many of the plan's destinations (`Plan::destinations`:
     /// the target, or a retry's original queues) its chunks have emptied of the selection; the next chunk moves
     /// into the one at this index.
@@ -201,19 +203,6 @@ pub struct TransferRun {
     pub stop_reason: Option<String>,
 }
 
-/// Where a run's batch in doubt began in its target address's count of sent ids.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WindowMark {
-    /// `cluster/node/address` ([`key`]).
-    pub target: String,
-    /// The address's count of sent ids before the batch's own.
-    pub start: i64,
-    /// When the target broker had started ([`BrokerState::started_millis`]) as the batch was recorded in doubt:
-    /// a later start means a restart or failover, which a cache that is not persisted does not survive.
-    #[serde(default)]
-    pub target_started: Option<i64>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +246,14 @@ mod tests {
     #[test]
     fn state_round_trips_through_json() {
         let relay = RelayState {
-            in_doubt: vec![3, 4],
+            in_doubt: Marks::of(
+                vec![3, 4],
+                Some(WindowMark {
+                    target: "west/west-1/q".into(),
+                    start: 400,
+                    target_started: Some(1_700_000_000_000),
+                }),
+            ),
             ids_next: 7,
             refill: Some(RefillIntent { at: Utc::now(), count: 400, ids: Some((0, 7)) }),
             exhausted: true,
@@ -269,11 +265,6 @@ mod tests {
             foreign_consumer_since: None,
             retry_ids: vec![11],
             dead_letter: vec![4],
-            window: Some(WindowMark {
-                target: "west/west-1/q".into(),
-                start: 400,
-                target_started: Some(1_700_000_000_000),
-            }),
             destination_next: 1,
             progressed_in: Some(JobAttempt { job: 12, attempt: 2 }),
         };

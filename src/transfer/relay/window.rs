@@ -18,14 +18,15 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::state::{RelayState, TransferRun};
+use super::in_doubt::Marks;
+use super::state::TransferRun;
 use crate::broker::jolokia::BrokerState;
 use crate::transfer::outbound::duplicate_id;
 use crate::transfer::plan::QueueRef;
 use crate::transfer::proof::same_start;
 use crate::transfer::store::window as window_store;
 
-pub use super::state::WindowMark;
+pub use super::in_doubt::WindowMark;
 
 /// The window's key for a target: its cluster, node and address. A failover keeps the node's name (and a shared
 /// store keeps a persisted cache), so it keeps the key.
@@ -57,28 +58,14 @@ pub enum Room {
 }
 
 impl Room {
-    /// Applies the answer to the run's cursor: `Ok` to send — the batch's mark set, unless it carries ids
-    /// already in doubt, which keep where they began — or `Err` with the answer to hold the batch back.
-    /// `target_started`: the target broker's start as read for this batch.
-    pub fn apply(
-        self,
-        relay: &mut RelayState,
-        target: String,
-        target_started: Option<i64>,
-        carries_in_doubt: bool,
-    ) -> Result<(), Room> {
+    /// The answer as the new batch's window: `Ok` to send — where the batch begins in the address's count
+    /// (`None` where the address keeps no duplicate ids) — or `Err` with the answer to hold the batch back.
+    /// `target_started`: the target broker's start as read for this batch. Ids already in doubt that the batch
+    /// sends again keep their own marks: a duplicate the target drops does not move in its cache.
+    pub fn window(self, target: String, target_started: Option<i64>) -> Result<Option<WindowMark>, Room> {
         match self {
-            Room::Open { start } => {
-                let keep = carries_in_doubt && relay.window.as_ref().is_some_and(|w| w.target == target);
-                if !keep {
-                    relay.window = Some(WindowMark { target, start, target_started });
-                }
-                Ok(())
-            }
-            Room::NoCache => {
-                relay.window = None;
-                Ok(())
-            }
+            Room::Open { start } => Ok(Some(WindowMark { target, start, target_started })),
+            Room::NoCache => Ok(None),
             held => Err(held),
         }
     }
@@ -123,6 +110,21 @@ pub fn resend(mark: Option<&WindowMark>, target: Option<&BrokerState>) -> Resend
     } else {
         Resend::CacheLost
     }
+}
+
+/// Decides [`Resend`] for every batch in doubt in `marks`: the one answer for them all, since they are sent
+/// again together — a lost cache under any of them stops the run, an unknown under any of them waits.
+pub fn resend_marks(marks: &Marks, target: Option<&BrokerState>) -> Resend {
+    let answers = marks.marks().iter().map(|m| resend(m.window.as_ref(), target));
+    let mut unknown = None;
+    for answer in answers {
+        match answer {
+            Resend::CacheLost => return Resend::CacheLost,
+            Resend::Unknown(words) => unknown = unknown.or(Some(words)),
+            Resend::Safe => {}
+        }
+    }
+    unknown.map_or(Resend::Safe, Resend::Unknown)
 }
 
 /// The words of a run stopped because its batch in doubt cannot be sent again safely: which messages, where
@@ -212,21 +214,19 @@ pub async fn reserve(
     Ok(Room::Open { start: sent })
 }
 
-/// Counts a batch of `new_ids` ids the run is about to send into the duplicate-id window of its target address,
-/// inside the fenced transaction that marks them in doubt, and applies the answer to the run's cursor
-/// ([`Room::apply`]; `carries_in_doubt`: the batch sends ids already in doubt again). `Err(room)`: hold the batch
-/// back. The one admission of a batch for a move and a copy.
+/// Counts a batch's `new_ids` the run is about to send into the duplicate-id window of its target address, inside
+/// the fenced transaction that marks them in doubt, and marks them so with their window ([`Room::window`]).
+/// `Err(room)`: hold the batch back, nothing marked. The one admission of a batch for a move and a copy.
 pub async fn admit(
     conn: &mut PgConnection,
     run: &mut TransferRun,
     cache: Option<i64>,
     target_started: Option<i64>,
-    new_ids: i64,
-    carries_in_doubt: bool,
+    new_ids: Vec<i64>,
 ) -> Result<Result<(), Room>, sqlx::Error> {
     let target = key(&run.plan.target);
-    let room = reserve(conn, run.id, &target, cache, new_ids).await?;
-    Ok(room.apply(&mut run.relay, target, target_started, carries_in_doubt))
+    let room = reserve(conn, run.id, &target, cache, new_ids.len() as i64).await?;
+    Ok(room.window(target, target_started).map(|window| run.relay.in_doubt.push(new_ids, window)))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-/// Another run's batch in doubt in a window (`window_holders.sql`).
+/// One batch in doubt of another run in a window (`window_holders.sql`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
 pub struct WindowHolder {
     /// The run.
@@ -19,7 +19,7 @@ pub async fn window_touch(db: impl PgExecutor<'_>, target: &str) -> Result<i64, 
     sqlx::query_scalar(include_str!("../sql/window_touch.sql")).bind(target).fetch_one(db).await
 }
 
-/// `window_holders.sql`: the runs other than `run` with a batch in doubt in `target`'s window.
+/// `window_holders.sql`: the batches in doubt of the runs other than `run` in `target`'s window, one per mark.
 pub async fn window_holders(
     db: impl PgExecutor<'_>,
     run: Uuid,

@@ -624,5 +624,6 @@ pub async fn in_doubt_ids(world: &World, run: uuid::Uuid) -> Vec<i64> {
         .fetch_one(&world.pool)
         .await
         .unwrap();
-    in_doubt.as_array().map(|a| a.iter().filter_map(serde_json::Value::as_i64).collect()).unwrap_or_default()
+    let marks = in_doubt.as_array().cloned().unwrap_or_default();
+    marks.iter().flat_map(|m| m["ids"].as_array().cloned().unwrap_or_default()).filter_map(|id| id.as_i64()).collect()
 }
