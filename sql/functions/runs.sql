@@ -108,7 +108,7 @@ $$;
 
 -- transfer_first_job(plan, staging queue, action): the job a run of `plan` starts with when `action` ('execute',
 -- 'resume', 'return') starts it — the kind and payload of transfer::relay::Phase::job(), all of kind
--- 'transfer.move':
+-- 'transfer.run' (migration 0013; 'transfer.move' before it, when moves were the only runs):
 --   a copy (execute, resume)            {"phase": "copy_slice"} (a time slice of browsing; the ledger says what is
 --                                       done); a copy has nothing to return (AT011)
 --   return                              {"phase": "return"}
@@ -141,7 +141,7 @@ BEGIN
     ELSE
         v_phase := 'prepare';
     END IF;
-    kind := 'transfer.move';
+    kind := 'transfer.run';
     payload := jsonb_build_object('phase', v_phase);
     RETURN NEXT;
 END;

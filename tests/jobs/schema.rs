@@ -154,3 +154,31 @@ async fn runs_with_relays<const N: usize>(db: &support::Db, relays: [serde_json:
     }
     runs.try_into().unwrap_or_else(|_| unreachable!("one run per relay"))
 }
+
+/// The start path writes the kind the worker runs (`transfer_first_job`, relay::KIND), for every action, and
+/// migration 0013 renames the jobs written as `transfer.move` before it.
+#[tokio::test]
+async fn a_runs_jobs_are_of_the_kind_the_worker_runs() {
+    use artemis_transfer::transfer::relay::KIND;
+    let db = support::db("job_kind").await;
+    let plans = [
+        (serde_json::json!({ "mode": "copy" }), "execute"),
+        (serde_json::json!({ "mode": "move", "source": { "node": "a" }, "target": { "node": "b" } }), "execute"),
+        (serde_json::json!({ "mode": "move" }), "return"),
+    ];
+    for (plan, action) in plans {
+        let (kind,): (String,) = sqlx::query_as("SELECT kind FROM transfer_first_job($1, NULL, $2)")
+            .bind(&plan)
+            .bind(action)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        assert_eq!(kind, KIND, "{plan} {action}");
+    }
+    let [run] = runs_with_relays(&db, [serde_json::json!({})]).await;
+    sqlx::query("UPDATE job SET kind = 'transfer.move' WHERE run_id = $1").bind(run).execute(&db.pool).await.unwrap();
+    sqlx::raw_sql(include_str!("../../migrations/0013_job_kind_transfer_run.sql")).execute(&db.pool).await.unwrap();
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM job WHERE run_id = $1").bind(run).fetch_all(&db.pool).await.unwrap();
+    assert!(!kinds.is_empty() && kinds.iter().all(|k| k == KIND), "{kinds:?}");
+}

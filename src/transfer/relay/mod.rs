@@ -87,11 +87,12 @@ use crate::registry::ends::EndCache;
 pub use self::error::{Code, ErrorKind, RelayError};
 use self::spool::Spool;
 
-/// The job kind of a run's jobs, a move's and a copy's: named for the move, which came first; it is stored in job
-/// rows and written by the SQL start path (`sql/functions/runs.sql`), so it stays.
-pub const KIND: &str = "transfer.move";
+/// The job kind of every job of a run — a move's, a copy's, a return's (the payload's [`Phase`] says which step).
+/// Stored in job rows and written by the SQL start path (`sql/functions/runs.sql`). It was `transfer.move` until
+/// migration 0013 renamed it: it runs copies too.
+pub const KIND: &str = "transfer.run";
 
-/// What a move job does; its payload.
+/// What a run's job does; its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Phase {
