@@ -291,6 +291,9 @@ pub fn summary(c: &Counters) -> String {
         if c.dead_lettered > 0 { " (proven poison: on the source broker's dead message queue)" } else { "" },
         c.returned
     );
+    if c.beyond_count > 0 {
+        words.push_str(&format!("\nleft       {}", crate::transfer::view::beyond_count_words(c.beyond_count)));
+    }
     if c.already_on_target > 0 || c.one_by_one_batches > 0 {
         words.push_str(&format!(
             "\nre-sent    {} batches one by one; {} messages were already on the target",

@@ -204,10 +204,21 @@ fn source_outcome(record: &RunRecord, c: &Counters) -> String {
             c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone, c.not_taken_left
         ));
     }
+    if c.beyond_count > 0 {
+        source.push_str(&format!("; {}", beyond_count_words(c.beyond_count)));
+    }
     if c.returned > 0 {
         source.push_str(&format!("; {} returned to it", c.returned));
     }
     source
+}
+
+/// What a whole-queue move left on the source beyond the count at `t0` ([`Counters::beyond_count`]), in words.
+pub fn beyond_count_words(n: i64) -> String {
+    format!(
+        "{n} more there match the frozen filter but came after the count at t0 (committed after it, or sent \
+         without a timestamp or by a slow producer clock): not selected, left there"
+    )
 }
 
 /// What staging holds, in words, or that it was removed.
@@ -381,6 +392,20 @@ mod tests {
         assert_eq!(v.nodes[1].outcome, "removed with its address settings");
         assert!(v.nodes[2].outcome.contains("2 of them were already there"));
         assert!(v.notes.iter().any(|n| n.contains("1 batches were re-sent one message per transaction")));
+    }
+
+    #[test]
+    fn a_succeeded_move_says_what_it_left_beyond_the_count_at_t0() {
+        let mut r =
+            record("succeeded", json!({ "selected": 10, "staged": 10, "delivered": 10, "beyond_count": 3 }), json!({}));
+        r.ended_at = Some(at(4));
+        let v = RunView::build(&r, Vec::new(), at(5));
+        assert!(
+            v.nodes[0].outcome.contains("; 3 more there match the frozen filter but came after the count at t0"),
+            "{}",
+            v.nodes[0].outcome
+        );
+        assert!(!v.nodes[0].outcome.contains("selected but not taken"), "{}", v.nodes[0].outcome);
     }
 
     #[test]

@@ -136,6 +136,11 @@ pub struct Counters {
     /// A copy: messages its browsers delivered, re-browsed ones and those not selected included (the cost of
     /// browsing from the head after each slice; SPEC §5).
     pub browsed: i64,
+    /// A whole-queue move's end: messages on the source that match the frozen filter but came after the count at
+    /// `t0` — committed after it, or stamped at or before `t0` by a producer that sends no timestamp or whose clock
+    /// is slow. The run took the count, so these are not selected and were left there; counted so that a run
+    /// that says Succeeded also says what it left that its filter alone would have matched.
+    pub beyond_count: i64,
 }
 
 impl Counters {
