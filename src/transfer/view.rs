@@ -213,10 +213,11 @@ fn source_outcome(record: &RunRecord, c: &Counters) -> String {
     source
 }
 
-/// What a whole-queue move left on the source beyond the count at `t0` ([`Counters::beyond_count`]), in words.
+/// What a whole-queue move left on the source beyond the count at `t0` ([`Counters::beyond_count`], a lower
+/// bound), in words.
 pub fn beyond_count_words(n: i64) -> String {
     format!(
-        "{n} more there match the frozen filter but came after the count at t0 (committed after it, or sent \
+        "at least {n} more there match the frozen filter but came after the count at t0 (committed after it, or sent \
          without a timestamp or by a slow producer clock): not selected, left there"
     )
 }
@@ -401,7 +402,9 @@ mod tests {
         r.ended_at = Some(at(4));
         let v = RunView::build(&r, Vec::new(), at(5));
         assert!(
-            v.nodes[0].outcome.contains("; 3 more there match the frozen filter but came after the count at t0"),
+            v.nodes[0]
+                .outcome
+                .contains("; at least 3 more there match the frozen filter but came after the count at t0"),
             "{}",
             v.nodes[0].outcome
         );

@@ -122,8 +122,9 @@ pub(crate) async fn count_not_taken(
     }
     run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
     run.counters.not_taken_scheduled = not_taken.scheduled as i64;
-    run.counters.not_taken_gone = if beyond_t0_count { 0 } else { not_taken.other as i64 };
-    run.counters.beyond_count = if beyond_t0_count { not_taken.other as i64 } else { 0 };
+    // What still matches is gone from the selection, or — once the count is taken — beyond it, never both.
+    let other = not_taken.other as i64;
+    (run.counters.not_taken_gone, run.counters.beyond_count) = if beyond_t0_count { (0, other) } else { (other, 0) };
     Ok(Left::Counted)
 }
 

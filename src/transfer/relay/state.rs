@@ -139,7 +139,9 @@ pub struct Counters {
     /// A whole-queue move's end: messages on the source that match the frozen filter but came after the count at
     /// `t0` — committed after it, or stamped at or before `t0` by a producer that sends no timestamp or whose clock
     /// is slow. The run took the count, so these are not selected and were left there; counted so that a run
-    /// that says Succeeded also says what it left that its filter alone would have matched.
+    /// that says Succeeded also says what it left that its filter alone would have matched. A lower bound: the
+    /// broker's filtered count scans at most `managementBrowsePageSize` messages of the queue, in its delivery
+    /// order (priority first), so on a deeper source some may lie beyond the scan.
     pub beyond_count: i64,
 }
 
