@@ -291,6 +291,12 @@ pub fn summary(c: &Counters) -> String {
         if c.dead_lettered > 0 { " (proven poison: on the source broker's dead message queue)" } else { "" },
         c.returned
     );
+    if c.taken_beyond_count > 0 {
+        words.push_str(&format!(
+            "\nand        {}",
+            crate::transfer::proof::taken_beyond_count_words(c.taken_beyond_count)
+        ));
+    }
     if c.beyond_count > 0 {
         words.push_str(&format!("\nleft       {}", crate::transfer::view::beyond_count_words(c.beyond_count)));
     }

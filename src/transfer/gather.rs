@@ -43,9 +43,10 @@ pub struct RunFacts {
 fn end_requests(mgmt: &BrokerManagement, q: &QueueRef, count_filter: Option<&str>, with_heap: bool) -> Vec<Request> {
     let address = q.address();
     // The count (the queue's MessageCount, or countMessages of a filter) and the broker's clock are read one right
-    // after the other: a message that arrives between them is stamped at or before t0 but not counted, and a
-    // whole-queue run takes no more than the count, so every read between them widened that window (seen in CI: a
-    // live producer's 13 messages arrived in it and stayed on the source).
+    // after the other, so that few messages arrive between them: one that does is stamped at or before t0 but not
+    // counted. A run takes it all the same (it is in the frozen selection) and its end says how many such it took
+    // (`Counters::taken_beyond_count`); a transacted producer's messages stamped before the count but committed
+    // after it are the same case, and no order of reads closes that (ADR 0009).
     let mut requests = vec![mgmt.queue_state_request(address, RoutingType::Anycast, &q.queue)];
     if let Some(filter) = count_filter {
         // Also how the broker tells us a selector is invalid, in its own words: we never parse selectors.

@@ -146,6 +146,25 @@ pub fn check_filter_closed(filter: &str) -> Result<(), String> {
 /// The prefix of staging queues; such queues are never a source or a target.
 pub const STAGING_PREFIX: &str = "studio.transfer.";
 
+/// The part of a frozen filter whose messages carry a timestamp: stamped by a producer's clock at or before `t0`,
+/// so in the selection however late they were committed (SPEC §2: producer clocks decide). A whole-queue run
+/// takes all of it; the count at `t0` never chooses among them.
+pub fn stamped_part(frozen_filter: &str) -> String {
+    format!("({frozen_filter}) AND AMQTimestamp > 0")
+}
+
+/// The part of a frozen filter whose messages carry no timestamp (0, as a JMS producer with
+/// `setDisableMessageTimestamp(true)` sends): nothing tells when such a message came, so a whole-queue run takes
+/// no more of it than the count at `t0` leaves once everything stamped is taken (`relay::refill`).
+pub fn unstamped_part(frozen_filter: &str) -> String {
+    format!("({frozen_filter}) AND AMQTimestamp <= 0")
+}
+
+/// Whether a message stamped `timestamp` belongs to [`unstamped_part`].
+pub fn is_unstamped(timestamp: i64) -> bool {
+    timestamp <= 0
+}
+
 impl Plan {
     /// The filter the broker applies: the user's filter (parenthesised), and only messages stamped at or
     /// before `t0` that are not scheduled for later. `None` for an id selection (ids are moved one by one).

@@ -16,7 +16,13 @@
 //! acknowledgements). Those counters live in the broker's memory: after a restart (or a failover) they began
 //! again, and what others took cannot be told apart from a loss — the proof then says so ([`Proof::Unknowable`]).
 //! Others may have taken messages outside the selection (a filter, or messages that arrived after `t0`), so what
-//! they took is an upper bound: the run is proven when its outcome lies between exact and exact-plus-others.
+//! they took is an upper bound: the run is proven when its outcome is no more than exact, and no less than exact
+//! less what others took.
+//!
+//! Or more than exact by messages that arrived after the count: a message stamped at or before `t0` is in the
+//! frozen selection (SPEC §2) even when its producer committed it after the broker counted — a transaction open
+//! across the count, a slow clock — and the run takes it. What arrived on the source since `t0` (the change of
+//! `MessageCount + removed`, which the run's own moves leave alone) bounds how many such messages there can be.
 //!
 //! `selected` is the broker's count at `t0` (the preview's), never recomputed from the run's outcomes: a
 //! selection recomputed from what was done cannot reveal what was not.
@@ -90,6 +96,9 @@ pub enum Proof {
     Proven {
         /// What others took from the source meanwhile (0 when nobody did: the accounting is then exact).
         taken_by_others: i64,
+        /// How many more the outcome holds than were counted at `t0`: messages of the frozen selection that
+        /// arrived after the count (no more than arrived on the source since `t0`).
+        taken_beyond_count: i64,
     },
     /// The outcome does not account for the selection.
     Differs {
@@ -99,6 +108,8 @@ pub enum Proof {
         accounted: i64,
         /// What others took from the source meanwhile.
         taken_by_others: i64,
+        /// What arrived on the source since `t0`.
+        arrived: i64,
     },
     /// Counts cannot prove or disprove the end; why, in words.
     Unknowable(String),
@@ -110,17 +121,31 @@ impl Proof {
         matches!(self, Proof::Proven { .. })
     }
 
+    /// How many more the outcome holds than were counted at `t0` (see [`Proof::Proven`]); 0 unless proven.
+    pub fn taken_beyond_count(&self) -> i64 {
+        match self {
+            Proof::Proven { taken_beyond_count, .. } => *taken_beyond_count,
+            _ => 0,
+        }
+    }
+
     /// What the proof found, in words for the operator.
     pub fn words(&self) -> String {
         match self {
-            Proof::Proven { taken_by_others: 0 } => {
-                "the source broker's counts account for every selected message".into()
+            Proof::Proven { taken_by_others, taken_beyond_count } => {
+                let mut words = "the source broker's counts account for every selected message".to_string();
+                if *taken_by_others > 0 {
+                    words.push_str(&format!(
+                        ", given that {taken_by_others} messages left the source queue by other hands during the \
+                         run (consumers, expiry)"
+                    ));
+                }
+                if *taken_beyond_count > 0 {
+                    words.push_str(&format!("; {}", taken_beyond_count_words(*taken_beyond_count)));
+                }
+                words
             }
-            Proof::Proven { taken_by_others } => format!(
-                "the source broker's counts account for every selected message, given that {taken_by_others} \
-                 messages left the source queue by other hands during the run (consumers, expiry)"
-            ),
-            Proof::Differs { selected, accounted, taken_by_others } => {
+            Proof::Differs { selected, accounted, taken_by_others, arrived } => {
                 let missing = selected - accounted - taken_by_others;
                 if missing > 0 {
                     format!(
@@ -132,8 +157,8 @@ impl Proof {
                 } else {
                     format!(
                         "the run accounts for {accounted} messages, more than the {selected} the source broker \
-                         counted at t0: messages that arrived after t0 may have been taken with the selection (a \
-                         producer stamping them at or before t0)"
+                         counted at t0 and the {arrived} that arrived on the source since: a message may have \
+                         been counted or taken twice"
                     )
                 }
             }
@@ -162,12 +187,21 @@ pub fn prove(selected: Option<i64>, at_t0: Option<SourceCount>, now: Option<Sour
         );
     }
     let taken_by_others = (now.removed - t0.removed - outcome.moved_out_by_run).max(0);
+    let arrived = (now.message_count + now.removed - t0.message_count - t0.removed).max(0);
     let accounted = outcome.accounted();
-    if accounted <= selected && selected <= accounted + taken_by_others {
-        Proof::Proven { taken_by_others }
+    if accounted <= selected + arrived && selected <= accounted + taken_by_others {
+        Proof::Proven { taken_by_others, taken_beyond_count: (accounted - selected).max(0) }
     } else {
-        Proof::Differs { selected, accounted, taken_by_others }
+        Proof::Differs { selected, accounted, taken_by_others, arrived }
     }
+}
+
+/// What a run took beyond the count at `t0` ([`Proof::taken_beyond_count`]), in words.
+pub fn taken_beyond_count_words(n: i64) -> String {
+    format!(
+        "{n} more than the count at t0 were in the selection and included: stamped at or before t0, but committed \
+         after the count (a producer's transaction open across it, or a slow clock)"
+    )
 }
 
 /// An id selection: each id is accounted for one by one (delivered, dead-lettered, or not taken with its cause,
@@ -175,9 +209,9 @@ pub fn prove(selected: Option<i64>, at_t0: Option<SourceCount>, now: Option<Sour
 pub fn prove_each(selected: i64, outcome: Outcome) -> Proof {
     let accounted = outcome.accounted();
     if accounted == selected {
-        Proof::Proven { taken_by_others: 0 }
+        Proof::Proven { taken_by_others: 0, taken_beyond_count: 0 }
     } else {
-        Proof::Differs { selected, accounted, taken_by_others: 0 }
+        Proof::Differs { selected, accounted, taken_by_others: 0, arrived: 0 }
     }
 }
 
@@ -197,7 +231,7 @@ pub enum Verdict {
 /// browse is not such a pass).
 pub fn verdict(proof: &Proof, passes: u32, last_pass_found_nothing: bool) -> Verdict {
     match proof {
-        Proof::Proven { taken_by_others: 0 } => Verdict::End,
+        Proof::Proven { taken_by_others: 0, .. } => Verdict::End,
         // Others took from the source: a copy's browser may have passed over messages given back behind it, so a
         // copy makes sure with one pass that finds nothing more.
         Proof::Proven { .. } | Proof::Unknowable(_) if last_pass_found_nothing || passes >= MAX_PASSES => Verdict::End,
@@ -222,7 +256,7 @@ mod tests {
     #[test]
     fn an_exact_move_is_proven() {
         let p = prove(Some(500), count(500, 10, 1_000), count(0, 510, 1_000), moved(500, 0, 500));
-        assert_eq!(p, Proof::Proven { taken_by_others: 0 });
+        assert_eq!(p, Proof::Proven { taken_by_others: 0, taken_beyond_count: 0 });
         assert_eq!(verdict(&p, 0, true), Verdict::End);
     }
 
@@ -230,7 +264,7 @@ mod tests {
     fn messages_the_broker_left_in_no_queue_are_a_difference() {
         // 500 counted; the broker's counted move took 300 delayed messages out of its scheduler and moved 20.
         let p = prove(Some(500), count(500, 0, 1_000), count(0, 220, 1_000), moved(220, 0, 220));
-        assert_eq!(p, Proof::Differs { selected: 500, accounted: 220, taken_by_others: 0 });
+        assert_eq!(p, Proof::Differs { selected: 500, accounted: 220, taken_by_others: 0, arrived: 0 });
         assert!(p.words().contains("280 of the 500"), "{}", p.words());
         assert_eq!(verdict(&p, 0, true), Verdict::AnotherPass);
         assert_eq!(verdict(&p, MAX_PASSES, true), Verdict::Unproven);
@@ -247,7 +281,7 @@ mod tests {
     fn what_consumers_took_is_an_upper_bound() {
         // 100 counted, 90 delivered, consumers acknowledged 15 (some outside the selection).
         let p = prove(Some(100), count(100, 0, 7), count(10, 105, 7), moved(90, 0, 90));
-        assert_eq!(p, Proof::Proven { taken_by_others: 15 });
+        assert_eq!(p, Proof::Proven { taken_by_others: 15, taken_beyond_count: 0 });
         assert_eq!(verdict(&p, 0, false), Verdict::AnotherPass);
         assert_eq!(verdict(&p, 1, true), Verdict::End);
         // 70 delivered and 15 taken by others cannot make 100.
@@ -256,10 +290,22 @@ mod tests {
     }
 
     #[test]
-    fn more_than_counted_is_a_difference_too() {
+    fn more_than_counted_is_proven_when_as_many_arrived_after_the_count() {
+        // 100 counted; 60 more stamped at or before t0 were committed after the count, and the move took all 160.
         let p = prove(Some(100), count(100, 0, 7), count(0, 160, 7), moved(160, 0, 160));
-        assert!(matches!(p, Proof::Differs { .. }));
+        assert_eq!(p, Proof::Proven { taken_by_others: 0, taken_beyond_count: 60 });
+        assert_eq!(p.taken_beyond_count(), 60);
+        assert_eq!(verdict(&p, 0, true), Verdict::End);
+        assert!(p.words().contains("60 more than the count at t0"), "{}", p.words());
+    }
+
+    #[test]
+    fn more_than_counted_and_arrived_is_a_difference() {
+        // 100 counted, 20 arrived since, 160 accounted for: 40 are counted twice somewhere.
+        let p = prove(Some(100), count(100, 0, 7), count(0, 120, 7), moved(160, 0, 120));
+        assert_eq!(p, Proof::Differs { selected: 100, accounted: 160, taken_by_others: 0, arrived: 20 });
         assert!(p.words().contains("more than the 100"), "{}", p.words());
+        assert_eq!(p.taken_beyond_count(), 0);
     }
 
     #[test]

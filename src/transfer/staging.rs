@@ -250,6 +250,28 @@ pub enum StagingError {
 }
 
 impl StagingError {
+    /// The broker certainly moved nothing: the call was refused before it started (no permit, a login refused,
+    /// the management lock busy, a queue or MBean that does not exist, a call this product never makes).
+    pub fn moved_nothing(&self) -> bool {
+        match self {
+            StagingError::Invalid(_) => true,
+            StagingError::Management(e) => match e {
+                JolokiaError::NoPermit { .. }
+                | JolokiaError::NotAuthenticated { .. }
+                | JolokiaError::LoginThrottled { .. } => true,
+                JolokiaError::Agent { error, .. } => matches!(
+                    error.kind,
+                    AgentErrorKind::Busy
+                        | AgentErrorKind::NotFound
+                        | AgentErrorKind::BadRequest
+                        | AgentErrorKind::Forbidden
+                ),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// A refusal the run must fail on (with the words shown), as opposed to a transient failure worth retrying:
     /// unreachable or timed-out nodes, a broker busy with another management task, no permit, a proxy error.
     pub fn is_refusal(&self) -> bool {

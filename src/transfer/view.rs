@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::jobs::store::record::RunEvent;
 use crate::jobs::{self, RunId, RunState};
+use crate::transfer::proof::taken_beyond_count_words;
 use crate::transfer::relay::state::{Counters, RelayState};
 use crate::transfer::store::view as store;
 pub use crate::transfer::store::view::{LinesQuery, RunRecord};
@@ -204,6 +205,9 @@ fn source_outcome(record: &RunRecord, c: &Counters) -> String {
             c.not_taken_in_delivery, c.not_taken_scheduled, c.not_taken_gone, c.not_taken_left
         ));
     }
+    if c.taken_beyond_count > 0 {
+        source.push_str(&format!("; {}", taken_beyond_count_words(c.taken_beyond_count)));
+    }
     if c.beyond_count > 0 {
         source.push_str(&format!("; {}", beyond_count_words(c.beyond_count)));
     }
@@ -217,8 +221,8 @@ fn source_outcome(record: &RunRecord, c: &Counters) -> String {
 /// bound), in words.
 pub fn beyond_count_words(n: i64) -> String {
     format!(
-        "at least {n} more there match the frozen filter but came after the count at t0 (committed after it, or sent \
-         without a timestamp or by a slow producer clock): not selected, left there"
+        "at least {n} more there without a timestamp match the frozen filter, beyond the count at t0 (a producer \
+         that sends timestamp 0, whose messages carry no time): not selected, left there"
     )
 }
 
@@ -402,13 +406,26 @@ mod tests {
         r.ended_at = Some(at(4));
         let v = RunView::build(&r, Vec::new(), at(5));
         assert!(
-            v.nodes[0]
-                .outcome
-                .contains("; at least 3 more there match the frozen filter but came after the count at t0"),
+            v.nodes[0].outcome.contains(
+                "; at least 3 more there without a timestamp match the frozen filter, beyond the count at t0"
+            ),
             "{}",
             v.nodes[0].outcome
         );
         assert!(!v.nodes[0].outcome.contains("selected but not taken"), "{}", v.nodes[0].outcome);
+    }
+
+    #[test]
+    fn a_succeeded_move_says_what_it_took_beyond_the_count_at_t0() {
+        let counters = json!({ "selected": 10, "staged": 12, "delivered": 12, "taken_beyond_count": 2 });
+        let mut r = record("succeeded", counters, json!({}));
+        r.ended_at = Some(at(4));
+        let v = RunView::build(&r, Vec::new(), at(5));
+        assert!(
+            v.nodes[0].outcome.contains("; 2 more than the count at t0 were in the selection and included"),
+            "{}",
+            v.nodes[0].outcome
+        );
     }
 
     #[test]

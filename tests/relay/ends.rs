@@ -293,6 +293,9 @@ enum Stamp {
     OddFloats,
     /// As `OddFloats`, and scheduled for delivery an hour from now (`_AMQ_SCHED_DELIVERY`).
     OddFloatsScheduled,
+    /// Stamped at these milliseconds, priority 9: a message whose producer read its clock before `t0` and committed
+    /// after the preview's count (a transaction open across it, or a slow clock), first in the broker's order.
+    EarlyFirst(i64),
 }
 
 /// Sends durable text messages `<prefix><n>` for `n` in `range` to `queue` over Core, one transaction.
@@ -304,6 +307,7 @@ async fn send_core(node: &Node, queue: &str, prefix: &str, range: std::ops::Rang
     for i in range {
         let timestamp = match stamp {
             Stamp::Zero => 0,
+            Stamp::EarlyFirst(at) => at,
             Stamp::Now | Stamp::OddFloats | Stamp::OddFloatsScheduled => chrono::Utc::now().timestamp_millis(),
         };
         let mut headers = MessageHeaders {
@@ -311,6 +315,7 @@ async fn send_core(node: &Node, queue: &str, prefix: &str, range: std::ops::Rang
             durable: true,
             timestamp,
             user_id: Some(artemis_core::message::new_user_id()),
+            priority: if let Stamp::EarlyFirst(_) = stamp { 9 } else { 4 },
             ..MessageHeaders::default()
         };
         headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
@@ -537,6 +542,85 @@ async fn beside_a_producer_that_sends_timestamp_zero(mode: artemis_transfer::tra
     assert_accounting(&counters, &census_of_run);
     clean_up(east, &source, false).await;
     clean_up(bed.node("west-1"), &target, false).await;
+}
+
+/// Messages stamped at or before t0 but committed after the preview's count (a producer's transaction open across
+/// it, a slow clock) are in the frozen selection: a whole-queue run takes them with the counted ones, never in their
+/// place. Here they come first in the broker's order (priority 9), so a run that took the count and no more took
+/// them and left counted messages behind, and said Succeeded (the live-producer test's failure in CI, stop 25).
+#[tokio::test]
+async fn a_whole_queue_move_takes_what_was_stamped_before_t0_and_committed_after_the_count() {
+    stamped_before_t0_committed_after_the_count(Taken::Move).await;
+}
+
+/// The same for a move on one node (the broker's own move into the target).
+#[tokio::test]
+async fn a_whole_queue_move_on_one_node_takes_what_was_stamped_before_t0_and_committed_after_the_count() {
+    stamped_before_t0_committed_after_the_count(Taken::MoveOnOneNode).await;
+}
+
+/// The same for a copy, which browses in the broker's order.
+#[tokio::test]
+async fn a_whole_queue_copy_takes_what_was_stamped_before_t0_and_committed_after_the_count() {
+    stamped_before_t0_committed_after_the_count(Taken::Copy).await;
+}
+
+/// How a run of [`stamped_before_t0_committed_after_the_count`] takes its selection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Taken {
+    Move,
+    MoveOnOneNode,
+    Copy,
+}
+
+async fn stamped_before_t0_committed_after_the_count(taken: Taken) {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let label = match taken {
+        Taken::Move => "late_commit",
+        Taken::MoveOnOneNode => "late_commit_local",
+        Taken::Copy => "late_commit_copy",
+    };
+    let source = unique_name(&format!("{label}_src"));
+    let target = unique_name(&format!("{label}_dst"));
+    let target_node = if taken == Taken::MoveOnOneNode { east } else { bed.node("west-1") };
+    create_queue(east, &source).await;
+    create_queue(target_node, &target).await;
+    send_core(east, &source, "counted-", 0..300, Stamp::Now).await;
+
+    let mut world = World::new(label, &[("batch_size", json!(50)), ("messages_per_second", json!(500.0))]).await;
+    world.spawn_worker("w1", &[]).await;
+    let from = queue_ref("east", "east-1", &source);
+    let to = match taken {
+        Taken::MoveOnOneNode => queue_ref("east", "east-1", &target),
+        _ => queue_ref("west", "west-1", &target),
+    };
+    let stored = match taken {
+        Taken::Copy => world.preview_copy(from, to, Selection::All).await,
+        _ => world.preview_move(from, to, Selection::All).await,
+    };
+    assert_eq!(stored.preview.selection_size, Some(300));
+    // Committed after the count, stamped a second before t0.
+    send_core(east, &source, "early-", 0..50, Stamp::EarlyFirst(stored.plan.t0_millis - 1_000)).await;
+    world.execute(&stored).await;
+    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+
+    let ids: Vec<String> =
+        (0..300).map(|i| format!("counted-{i}")).chain((0..50).map(|i| format!("early-{i}"))).collect();
+    let on_target = census(target_node, &target).await;
+    assert_each_once(&ids, &on_target, &format!("the target after {state} {counters:?}"));
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    assert_eq!(counters.selected, Some(300), "selected is the count at t0: {counters:?}");
+    assert_eq!(counters.taken_beyond_count, 50, "{counters:?}");
+    let on_source = census(east, &source).await;
+    let census_of_run = match taken {
+        Taken::Copy => Census::copied(&ids, &on_target, &on_source),
+        _ => Census::moved(&ids, &on_target, &on_source),
+    };
+    assert_accounting(&counters, &census_of_run);
+    clean_up(east, &source, false).await;
+    clean_up(target_node, &target, false).await;
 }
 
 /// A copy and then a move of a queue its broker reloaded from its journal after `kill -9` — paging, one message

@@ -38,7 +38,7 @@ use super::poison::Poison;
 use super::queues::target_facts;
 use super::receive::{receive_batch, Limits, Received, Taken};
 use super::record::write_batch;
-use super::refill::{id_chunk, refill, settle_refill_intent, whole_queue_left};
+use super::refill::{id_chunk, refill, settle_refill_intent};
 use super::row;
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
 use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
@@ -391,14 +391,10 @@ impl<'a> Batch<'a> {
             TargetCheck::Go
         };
         match heap_check {
-            TargetCheck::Go => match whole_queue_left(&self.run, self.run.counters.staged) {
-                Some(0) => self.run.relay.exhausted = true,
-                left => {
-                    let count = left.map_or((wanted - depth) as u32, |left| ((wanted - depth) as u32).min(left));
-                    let chunk = id_chunk(&self.settings);
-                    refill(self.ctx, source, &mut self.run, &self.staging_queue, count, chunk).await?;
-                }
-            },
+            TargetCheck::Go => {
+                let chunk = id_chunk(&self.settings);
+                refill(self.ctx, source, &mut self.run, &self.staging_queue, (wanted - depth) as u32, chunk).await?;
+            }
             // Staging still holds a batch: relay it, and refill once the heap has room.
             _ if depth > 0 => {}
             not_now => {

@@ -59,7 +59,7 @@ use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::Settings;
 use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
-use crate::transfer::plan::{Mode, Selection};
+use crate::transfer::plan::{is_unstamped, Mode, Selection};
 use crate::transfer::proof::{self, Verdict};
 use crate::transfer::staging::{self, Selected};
 use crate::transfer::store::ledger as ledger_store;
@@ -155,6 +155,9 @@ struct Slice<'a> {
     /// Kept across the slice's batches while its sessions close cleanly.
     target_conn: Option<Link>,
     browsed_to_end: bool,
+    /// A whole-queue copy: how many more it may copy before the count at `t0` leaves no room for a message without
+    /// a timestamp ([`whole_queue_left`]); set before each batch, spent by every message the batch takes.
+    unstamped_room: Option<u32>,
 }
 
 /// A batch a slice copied (or found nothing to copy).
@@ -309,6 +312,7 @@ impl<'a> Slice<'a> {
             wanted,
             target_conn: None,
             browsed_to_end: false,
+            unstamped_room: None,
         })
     }
 
@@ -323,17 +327,12 @@ impl<'a> Slice<'a> {
         }
         let started = Utc::now();
         let settings = load_settings(self.ctx).await?;
-        // A whole-queue copy copies at most the messages counted at t0 (as a move takes them; see
-        // `whole_queue_left`): a producer sending timestamp 0 behind the browser does not keep it going.
+        // A whole-queue copy copies every stamped message and, as a move takes them, no more without a timestamp
+        // than the count at t0 leaves (`whole_queue_left`): a producer sending timestamp 0 behind the browser does
+        // not keep it going, and the count never chooses among stamped messages.
         let counters = &self.run.counters;
-        let batch_size = match whole_queue_left(&self.run, counters.delivered + counters.dead_lettered) {
-            Some(0) => {
-                self.browsed_to_end = true;
-                return Ok(ControlFlow::Continue(Batched { messages: 0, started, rate: 1.0, last: true }));
-            }
-            Some(left) => (settings.batch_size.max(1) as usize).min(left as usize),
-            None => settings.batch_size.max(1) as usize,
-        };
+        self.unstamped_room = whole_queue_left(&self.run, counters.delivered + counters.dead_lettered);
+        let batch_size = settings.batch_size.max(1) as usize;
         pipeline::batch(&mut CopyBatch { slice: self, started, settings, batch_size }).await
     }
 
@@ -363,6 +362,9 @@ impl<'a> Slice<'a> {
             let ids: Vec<i64> = candidates.iter().map(|r| r.delivery.message_id()).collect();
             let copied = ledger_holds(&self.ctx.pool, self.run.id, &ids).await?;
             for r in candidates.into_iter().filter(|r| !copied.contains(&r.delivery.message_id())) {
+                if !self.room_for(&r) {
+                    continue;
+                }
                 bytes += r.body_len();
                 received.push(r);
             }
@@ -371,6 +373,19 @@ impl<'a> Slice<'a> {
             }
         }
         Ok(Taken::new(received, bytes))
+    }
+
+    /// Whether the batch may take `r`, spending the room the count at `t0` leaves: a message without a timestamp
+    /// needs room, a stamped one is in the selection anyway (see [`whole_queue_left`]).
+    fn room_for(&mut self, r: &Received) -> bool {
+        let Some(room) = self.unstamped_room.as_mut() else {
+            return true;
+        };
+        if *room == 0 && is_unstamped(r.delivery.message().headers.timestamp) {
+            return false;
+        }
+        *room = room.saturating_sub(1);
+        true
     }
 
     /// Recorded in doubt, fenced, before it is sent, and counted into the target address's duplicate-id window: a
@@ -590,7 +605,7 @@ pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcom
     let finished = json!({ "copied": run.counters.delivered, "not_copied": run.counters.not_taken() });
     let mut tx = ctx.lease.begin().await?;
     ledger_store::ledger_clear(&mut *tx.conn(), run.id).await?;
-    end_run(tx, &run, ("copy_finished", finished), &proof, words).await
+    end_run(tx, &mut run, ("copy_finished", finished), &proof, words).await
 }
 
 /// The browser's next message, a large body streamed to a spool file of its own (never held in memory, as a

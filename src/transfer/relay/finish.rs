@@ -25,7 +25,7 @@ use crate::jobs::lease::FencedTx;
 use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::gather::end_facts;
-use crate::transfer::plan::Selection;
+use crate::transfer::plan::{unstamped_part, Selection};
 use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
 use crate::transfer::staging::{self, Selected, StagingSpec};
 
@@ -89,7 +89,7 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
         "not_taken": run.counters.not_taken(),
     });
     let tx = ctx.lease.begin().await?;
-    end_run(tx, &run, ("staging_removed", finished), &proof, words).await
+    end_run(tx, &mut run, ("staging_removed", finished), &proof, words).await
 }
 
 /// What a run's selection left on the source, as its end finds it.
@@ -114,30 +114,48 @@ pub(crate) async fn count_not_taken(
     let selected = selected_for_not_taken(run, &effective);
     let not_taken = staging::not_taken(&source.mgmt, source_mbean, selected).await?;
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
-    // A whole-queue run that took the count of t0 is done taking: what still matches the frozen filter was sent
-    // after t0 without a timestamp (or by a slow clock), and is not part of the selection.
-    let beyond_t0_count = whole_queue_left(run, taken) == Some(0);
-    if frozen && not_taken.other > 0 && !beyond_t0_count && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
+    let beyond = beyond_the_count(source, source_mbean, run, &effective, taken).await?;
+    // What still matches is in the selection — gone from it once passes are used up — or beyond the count, never
+    // both.
+    let in_selection = (not_taken.other as i64 - beyond).max(0);
+    if frozen && in_selection > 0 && run.relay.finish_rechecks < MAX_FINISH_RECHECKS {
         return Ok(Left::Reappeared);
     }
     run.counters.not_taken_in_delivery = not_taken.in_delivery as i64;
     run.counters.not_taken_scheduled = not_taken.scheduled as i64;
-    // What still matches is gone from the selection, or — once the count is taken — beyond it, never both.
-    let other = not_taken.other as i64;
-    (run.counters.not_taken_gone, run.counters.beyond_count) = if beyond_t0_count { (0, other) } else { (other, 0) };
+    (run.counters.not_taken_gone, run.counters.beyond_count) = (in_selection, beyond);
     Ok(Left::Counted)
 }
 
-/// Ends `run` in `tx` (which the caller may have written in already): its counters, the event saying how it
-/// finished (`finished`: kind and detail), its end proof, and Succeeded — or Partial with `words` when there is
-/// anything to say — in one fenced transaction.
+/// How many messages on the source the frozen filter (`effective`) still matches beyond the count at `t0`: once a
+/// whole-queue run has taken the count (`taken`), those without a timestamp, which it takes no more of
+/// ([`whole_queue_left`]); none before, and none for a filter or ids. A lower bound, as the broker's filtered count
+/// is (docs/broker-notes.md).
+async fn beyond_the_count(
+    source: &NodeAccess,
+    source_mbean: &ObjectName,
+    run: &TransferRun,
+    effective: &str,
+    taken: i64,
+) -> Result<i64, RelayError> {
+    if whole_queue_left(run, taken) != Some(0) {
+        return Ok(0);
+    }
+    let unstamped = source.mgmt.count_messages(source_mbean, Some(&unstamped_part(effective))).await;
+    Ok(unstamped.map_err(staging::StagingError::from)?.max(0))
+}
+
+/// Ends `run` in `tx` (which the caller may have written in already): its counters (with what the proof found
+/// taken beyond the count at `t0`), the event saying how it finished (`finished`: kind and detail), its end proof,
+/// and Succeeded — or Partial with `words` when there is anything to say — in one fenced transaction.
 pub(crate) async fn end_run(
     mut tx: FencedTx,
-    run: &TransferRun,
+    run: &mut TransferRun,
     finished: (&str, serde_json::Value),
     proof: &Proof,
     words: Vec<String>,
 ) -> Result<Outcome, RelayError> {
+    run.counters.taken_beyond_count = proof.taken_beyond_count();
     let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
     let words = (!words.is_empty()).then(|| words.join("; "));
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;

@@ -36,13 +36,13 @@ use serde_json::json;
 use super::finish::{another_pass, count_not_taken, end_run, end_words, prove_end, source_count_now, Left};
 use super::guard::{check_source_heap, check_target, BatchSize};
 use super::queues::{create_target_queue, source_queue_mbean};
-use super::refill::{id_chunk, whole_queue_left};
+use super::refill::{id_chunk, move_frozen_selection, whole_queue_left};
 use super::row;
 use super::run::{load, load_settings, stop_outcome, wait_for_room, Step};
 use super::state::{RefillIntent, TransferRun};
 use super::Code;
 use super::{fault, Phase, RelayError, TransferHandler};
-use crate::broker::jolokia::{AgentErrorKind, JolokiaError, ObjectName};
+use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::settings::Settings;
@@ -223,24 +223,17 @@ async fn move_frozen(
     run: &mut TransferRun,
     batch: u32,
 ) -> Result<i64, RelayError> {
-    let batch = match whole_queue_left(run, run.counters.delivered + run.counters.uncertain) {
-        Some(0) => {
-            run.relay.exhausted = true;
-            return Ok(0);
-        }
-        Some(left) => batch.min(left),
-        None => batch,
-    };
+    let unstamped_left = whole_queue_left(run, run.counters.delivered + run.counters.uncertain);
     let Some(into) = destination(run).cloned() else {
         run.relay.exhausted = true;
         return Ok(0);
     };
     let filter = run.plan.filter_into(&into).unwrap_or_default();
     record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
-    let t0 = Some(run.plan.t0_millis);
-    let moved = match staging::refill_by_filter(&node.mgmt, source, &into.queue, &filter, batch, t0).await {
+    let frozen = (filter.as_str(), run.plan.t0_millis);
+    let moved = match move_frozen_selection(&node.mgmt, source, &into.queue, frozen, batch, unstamped_left).await {
         Ok(n) => n as i64,
-        Err(e) if nothing_moved(&e) => {
+        Err(e) if e.moved_nothing() => {
             run.relay.refill = None;
             save_progress(ctx, run).await?;
             return Err(e.into());
@@ -312,7 +305,7 @@ async fn move_ids(
                 let again: Vec<i64> = failed.iter().map(|(id, _)| *id).collect();
                 Some((StagingError::IdsFailed { staging, moved, not_moved, failed }, again))
             }
-            Err(e) if nothing_moved(&e) => {
+            Err(e) if e.moved_nothing() => {
                 run.relay.refill = None;
                 save_progress(ctx, run).await?;
                 return Err(e.into());
@@ -353,28 +346,6 @@ async fn save_progress(ctx: &JobContext, run: &TransferRun) -> Result<(), RelayE
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
     Ok(())
-}
-
-/// The broker certainly moved nothing: the call was refused before it started (no permit, a login refused, the
-/// management lock busy, a queue or MBean that does not exist, a call this product never makes).
-fn nothing_moved(e: &StagingError) -> bool {
-    match e {
-        StagingError::Invalid(_) => true,
-        StagingError::Management(e) => match e {
-            JolokiaError::NoPermit { .. }
-            | JolokiaError::NotAuthenticated { .. }
-            | JolokiaError::LoginThrottled { .. } => true,
-            JolokiaError::Agent { error, .. } => matches!(
-                error.kind,
-                AgentErrorKind::Busy
-                    | AgentErrorKind::NotFound
-                    | AgentErrorKind::BadRequest
-                    | AgentErrorKind::Forbidden
-            ),
-            _ => false,
-        },
-        _ => false,
-    }
 }
 
 /// Settles a call whose answer was lost (see the module doc); returns what it learnt, for the run's events.

@@ -10,12 +10,13 @@ use super::queues::source_queue_mbean;
 use super::row;
 use super::state::{RefillIntent, TransferRun};
 use super::RelayError;
+use crate::broker::jolokia::BrokerManagement;
 use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::JobContext;
 use crate::jobs::settings::Settings;
-use crate::transfer::plan::Selection;
-use crate::transfer::staging;
+use crate::transfer::plan::{stamped_part, unstamped_part, Selection};
+use crate::transfer::staging::{self, StagingError};
 
 /// The broker's move of more of the selection into staging, its intent recorded (fenced) before the call and
 /// its result after.
@@ -51,9 +52,16 @@ pub(crate) async fn refill(
         }
         _ => {
             let filter = run.plan.effective_filter().unwrap_or_default();
-            let t0 = Some(run.plan.t0_millis);
-            let moved =
-                staging::refill_by_filter(&source.mgmt, &source_mbean, staging_queue, &filter, count, t0).await?;
+            let unstamped_left = whole_queue_left(run, run.counters.staged);
+            let moved = move_frozen_selection(
+                &source.mgmt,
+                &source_mbean,
+                staging_queue,
+                (&filter, run.plan.t0_millis),
+                count,
+                unstamped_left,
+            )
+            .await?;
             fault::reach("refill");
             run.counters.staged += moved as i64;
             // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
@@ -68,14 +76,46 @@ pub(crate) async fn refill(
     Ok(())
 }
 
-/// How many more messages a whole-queue run may take: the broker's count at `t0` less what it took (`taken`). A
-/// message sent after `t0` but stamped at or before it — by a producer that sends timestamp 0 (JMS
-/// `setDisableMessageTimestamp`) or whose clock is slow — matches the frozen filter; the count keeps the run from
-/// taking such a producer's messages for ever. `None`: no cap (a filter, whose count is rarely exact, or ids).
+/// How many more messages without a timestamp a whole-queue run may take: the broker's count at `t0` less what
+/// it took (`taken`). A message stamped at or before `t0` is in the selection whatever the count (committed after
+/// it, or by a slow clock), and is taken first; one sent with timestamp 0 (JMS `setDisableMessageTimestamp`)
+/// matches the frozen filter however late it came, so the count keeps such a producer from keeping a run going for
+/// ever. `None`: no cap (a filter, whose count is rarely exact, or ids).
 pub(crate) fn whole_queue_left(run: &TransferRun, taken: i64) -> Option<u32> {
     match (&run.plan.selection, run.selection_size) {
         (Selection::All, Some(counted)) => Some(u32::try_from((counted - taken).max(0)).unwrap_or(u32::MAX)),
         _ => None,
+    }
+}
+
+/// The broker's move of up to `count` messages of a frozen selection (`frozen`: its filter and `t0`) from `source`
+/// into `into`. With `unstamped_left` (a whole-queue run, see [`whole_queue_left`]) the stamped part moves first,
+/// and messages without a timestamp only once no stamped one is left, no more than `unstamped_left` less what this
+/// call moved. The broker moves in its delivery order (priority first), so a count over the whole filter would
+/// choose which messages: a counted one left behind for one committed after the count.
+pub(crate) async fn move_frozen_selection(
+    mgmt: &BrokerManagement,
+    source: &ObjectName,
+    into: &str,
+    frozen: (&str, i64),
+    count: u32,
+    unstamped_left: Option<u32>,
+) -> Result<u64, StagingError> {
+    let (filter, t0) = frozen;
+    let Some(unstamped_left) = unstamped_left else {
+        return staging::refill_by_filter(mgmt, source, into, filter, count, Some(t0)).await;
+    };
+    let stamped = staging::refill_by_filter(mgmt, source, into, &stamped_part(filter), count, Some(t0)).await?;
+    let room = u64::from(count).min(u64::from(unstamped_left)).saturating_sub(stamped);
+    if room == 0 {
+        return Ok(stamped);
+    }
+    let room = u32::try_from(room).unwrap_or(u32::MAX);
+    match staging::refill_by_filter(mgmt, source, into, &unstamped_part(filter), room, Some(t0)).await {
+        Ok(unstamped) => Ok(stamped + unstamped),
+        // What the first call moved is counted; the unstamped part is asked for again next time.
+        Err(e) if stamped > 0 && e.moved_nothing() => Ok(stamped),
+        Err(e) => Err(e),
     }
 }
 

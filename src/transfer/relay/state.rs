@@ -143,6 +143,11 @@ pub struct Counters {
     /// broker's filtered count scans at most `managementBrowsePageSize` messages of the queue, in its delivery
     /// order (priority first), so on a deeper source some may lie beyond the scan.
     pub beyond_count: i64,
+    /// A frozen selection's end: messages the run took beyond the broker's count at `t0` — stamped at or before
+    /// `t0` (so in the selection, SPEC §2) but committed after the count, by a producer whose transaction was open
+    /// across it or whose clock is slow. `selected` stays the count; this says by how much the outcome exceeds
+    /// it, as the end's proof found (at least this many: others may have taken counted messages meanwhile).
+    pub taken_beyond_count: i64,
 }
 
 impl Counters {
