@@ -565,7 +565,7 @@ async fn a_whole_queue_copy_takes_what_was_stamped_before_t0_and_committed_after
     stamped_before_t0_committed_after_the_count(Taken::Copy).await;
 }
 
-/// How a run of [`stamped_before_t0_committed_after_the_count`] takes its selection.
+/// How a whole-queue run of the tests below takes its selection.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Taken {
     Move,
@@ -573,54 +573,145 @@ enum Taken {
     Copy,
 }
 
+/// A whole-queue run of a new queue on east-1 into a new target (on west-1; on east-1 for a move on one node), with
+/// its worker: the queues, created empty, and then [`WholeQueueRun::preview`] once the test has filled the source.
+struct WholeQueueRun {
+    taken: Taken,
+    source: String,
+    target: String,
+    target_node: &'static Node,
+    world: World,
+}
+
+impl WholeQueueRun {
+    async fn new(taken: Taken, label: &str, batch_size: u32) -> WholeQueueRun {
+        let bed = TestBed::get();
+        let label = match taken {
+            Taken::Move => label.to_string(),
+            Taken::MoveOnOneNode => format!("{label}_local"),
+            Taken::Copy => format!("{label}_copy"),
+        };
+        let source = unique_name(&format!("{label}_src"));
+        let target = unique_name(&format!("{label}_dst"));
+        let target_node = bed.node(if taken == Taken::MoveOnOneNode { "east-1" } else { "west-1" });
+        create_queue(bed.node("east-1"), &source).await;
+        create_queue(target_node, &target).await;
+        let settings = [("batch_size", json!(batch_size)), ("messages_per_second", json!(500.0))];
+        let mut world = World::new(&label, &settings).await;
+        world.spawn_worker("w1", &[]).await;
+        WholeQueueRun { taken, source, target, target_node, world }
+    }
+
+    /// The stored preview of the whole source queue.
+    async fn preview(&self) -> artemis_transfer::transfer::service::StoredPreview {
+        let from = queue_ref("east", "east-1", &self.source);
+        let to = if self.taken == Taken::MoveOnOneNode {
+            queue_ref("east", "east-1", &self.target)
+        } else {
+            queue_ref("west", "west-1", &self.target)
+        };
+        match self.taken {
+            Taken::Copy => self.world.preview_copy(from, to, Selection::All).await,
+            _ => self.world.preview_move(from, to, Selection::All).await,
+        }
+    }
+
+    /// The census of `ids` for this run's mode.
+    fn census<'a>(
+        &self,
+        ids: &'a [String],
+        on_target: &'a BTreeMap<String, usize>,
+        on_source: &'a BTreeMap<String, usize>,
+    ) -> Census<'a> {
+        match self.taken {
+            Taken::Copy => Census::copied(ids, on_target, on_source),
+            _ => Census::moved(ids, on_target, on_source),
+        }
+    }
+
+    async fn clean_up(&self) {
+        clean_up(TestBed::get().node("east-1"), &self.source, false).await;
+        clean_up(self.target_node, &self.target, false).await;
+    }
+}
+
 async fn stamped_before_t0_committed_after_the_count(taken: Taken) {
     let bed = TestBed::require().await;
     let east = bed.node("east-1");
-    let label = match taken {
-        Taken::Move => "late_commit",
-        Taken::MoveOnOneNode => "late_commit_local",
-        Taken::Copy => "late_commit_copy",
-    };
-    let source = unique_name(&format!("{label}_src"));
-    let target = unique_name(&format!("{label}_dst"));
-    let target_node = if taken == Taken::MoveOnOneNode { east } else { bed.node("west-1") };
-    create_queue(east, &source).await;
-    create_queue(target_node, &target).await;
-    send_core(east, &source, "counted-", 0..300, Stamp::Now).await;
-
-    let mut world = World::new(label, &[("batch_size", json!(50)), ("messages_per_second", json!(500.0))]).await;
-    world.spawn_worker("w1", &[]).await;
-    let from = queue_ref("east", "east-1", &source);
-    let to = match taken {
-        Taken::MoveOnOneNode => queue_ref("east", "east-1", &target),
-        _ => queue_ref("west", "west-1", &target),
-    };
-    let stored = match taken {
-        Taken::Copy => world.preview_copy(from, to, Selection::All).await,
-        _ => world.preview_move(from, to, Selection::All).await,
-    };
+    let run = WholeQueueRun::new(taken, "late_commit", 50).await;
+    send_core(east, &run.source, "counted-", 0..300, Stamp::Now).await;
+    let stored = run.preview().await;
     assert_eq!(stored.preview.selection_size, Some(300));
     // Committed after the count, stamped a second before t0.
-    send_core(east, &source, "early-", 0..50, Stamp::EarlyFirst(stored.plan.t0_millis - 1_000)).await;
-    world.execute(&stored).await;
-    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+    send_core(east, &run.source, "early-", 0..50, Stamp::EarlyFirst(stored.plan.t0_millis - 1_000)).await;
+    run.world.execute(&stored).await;
+    let (state, counters) = run.world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
 
     let ids: Vec<String> =
         (0..300).map(|i| format!("counted-{i}")).chain((0..50).map(|i| format!("early-{i}"))).collect();
-    let on_target = census(target_node, &target).await;
+    let on_target = census(run.target_node, &run.target).await;
     assert_each_once(&ids, &on_target, &format!("the target after {state} {counters:?}"));
     assert_eq!(state, "succeeded", "{counters:?}");
-    assert_proven(&world, stored.run_id).await;
+    assert_proven(&run.world, stored.run_id).await;
     assert_eq!(counters.selected, Some(300), "selected is the count at t0: {counters:?}");
     assert_eq!(counters.taken_beyond_count, 50, "{counters:?}");
-    let on_source = census(east, &source).await;
-    let census_of_run = match taken {
-        Taken::Copy => Census::copied(&ids, &on_target, &on_source),
-        _ => Census::moved(&ids, &on_target, &on_source),
-    };
-    assert_accounting(&counters, &census_of_run);
-    clean_up(east, &source, false).await;
-    clean_up(target_node, &target, false).await;
+    let on_source = census(east, &run.source).await;
+    assert_accounting(&counters, &run.census(&ids, &on_target, &on_source));
+    run.clean_up().await;
+}
+
+/// A queue of messages mostly without a timestamp (a JMS producer with timestamps disabled), and more of them sent
+/// after the preview: a whole-queue run takes every stamped message and the unstamped ones up to the count at t0 —
+/// those counted, which come first in the broker's order (one priority) — and leaves the late ones, saying so.
+#[tokio::test]
+async fn a_whole_queue_move_takes_messages_without_a_timestamp_up_to_the_count() {
+    unstamped_up_to_the_count(Taken::Move).await;
+}
+
+/// The same for a move on one node.
+#[tokio::test]
+async fn a_whole_queue_move_on_one_node_takes_messages_without_a_timestamp_up_to_the_count() {
+    unstamped_up_to_the_count(Taken::MoveOnOneNode).await;
+}
+
+/// The same for a copy.
+#[tokio::test]
+async fn a_whole_queue_copy_takes_messages_without_a_timestamp_up_to_the_count() {
+    unstamped_up_to_the_count(Taken::Copy).await;
+}
+
+async fn unstamped_up_to_the_count(taken: Taken) {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let run = WholeQueueRun::new(taken, "unstamped", 40).await;
+    send_core(east, &run.source, "unstamped-", 0..100, Stamp::Zero).await;
+    send_core(east, &run.source, "stamped-", 0..100, Stamp::Now).await;
+    send_core(east, &run.source, "unstamped-", 100..200, Stamp::Zero).await;
+    let stored = run.preview().await;
+    assert_eq!(stored.preview.selection_size, Some(300));
+    send_core(east, &run.source, "late-", 0..30, Stamp::Zero).await;
+    run.world.execute(&stored).await;
+    let (state, counters) = run.world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+
+    let ids: Vec<String> =
+        (0..200).map(|i| format!("unstamped-{i}")).chain((0..100).map(|i| format!("stamped-{i}"))).collect();
+    let on_target = census(run.target_node, &run.target).await;
+    assert_each_once(&ids, &on_target, &format!("the target after {state} {counters:?}"));
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&run.world, stored.run_id).await;
+    assert_eq!((counters.selected, counters.taken_beyond_count), (Some(300), 0), "{counters:?}");
+    let on_source = census(east, &run.source).await;
+    let late: Vec<String> = (0..30).map(|i| format!("late-{i}")).collect();
+    let kept = if taken == Taken::Copy { ids.len() } else { 0 };
+    assert_eq!(on_source.len(), kept + late.len(), "the source keeps the late ones: {on_source:?}");
+    assert!(late.iter().all(|id| on_source.get(id) == Some(&1)), "{on_source:?}");
+    // A move's end counts the late ones as beyond the count (a lower bound); a copy's end does not look.
+    match taken {
+        Taken::Copy => assert_eq!(counters.beyond_count, 0, "{counters:?}"),
+        _ => assert!((1..=30).contains(&counters.beyond_count), "{counters:?}"),
+    }
+    assert_accounting(&counters, &run.census(&ids, &on_target, &on_source));
+    run.clean_up().await;
 }
 
 /// A copy and then a move of a queue its broker reloaded from its journal after `kill -9` — paging, one message
