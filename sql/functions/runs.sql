@@ -68,7 +68,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'AT001', MESSAGE = format('there is no run %s', p_run);
     END IF;
-    IF v_state IN ('previewed', 'succeeded', 'partial', 'returned', 'stopped', 'interrupted', 'failed') THEN
+    IF v_state IN ('previewed', 'succeeded', 'partial', 'unproven', 'returned', 'stopped', 'interrupted', 'failed') THEN
         RETURN jsonb_build_object('stop', 'already_ended', 'state', v_state);
     END IF;
     UPDATE transfer_run SET stop_requested = true, stop_reason = p_reason, updated_at = now() WHERE id = p_run;

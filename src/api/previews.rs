@@ -243,11 +243,7 @@ pub async fn preview(
 ) -> Result<Response, ApiError> {
     let selection = selection(body.selection)?;
     let current = settings::load(&state.pool).await?;
-    let preview_settings = PreviewSettings {
-        batch_size: i64::from(current.batch_size),
-        capacity_threshold_pct: i64::from(current.capacity_threshold_pct),
-        safety_cap: i64::try_from(current.safety_cap).unwrap_or(i64::MAX),
-    };
+    let preview_settings = PreviewSettings::from_settings(&current);
     let source = QueueRef::from(body.source);
     let target = match (body.target, body.to_original_queues, body.mode) {
         (Some(target), false, _) => target.into(),

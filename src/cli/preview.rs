@@ -85,11 +85,7 @@ pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<ExitCode, CliError>
         _ => Selection::All,
     };
     let current = settings::load(pool).await?;
-    let preview_settings = PreviewSettings {
-        batch_size: i64::from(current.batch_size),
-        capacity_threshold_pct: i64::from(current.capacity_threshold_pct),
-        safety_cap: i64::try_from(current.safety_cap).unwrap_or(i64::MAX),
-    };
+    let preview_settings = PreviewSettings::from_settings(&current);
     let request = PreviewRequest {
         mode: if args.copy { Mode::Copy } else { Mode::Move },
         target: args.to.unwrap_or_else(|| args.from.clone()),
@@ -165,9 +161,10 @@ pub fn render(stored: &StoredPreview, now: DateTime<Utc>) -> String {
         Selection::Filter(f) => format!("messages matching `{f}`"),
         Selection::Ids(ids) => format!("{} message id(s)", ids.len()),
     };
-    let size = match p.selection_size {
-        Some(n) => format!("{n} message(s)"),
-        None => format!("unknown — {}", unknown_size_reason(stored)),
+    let size = match (p.selection_size, p.selection_at_least) {
+        (Some(n), _) => format!("{n} message(s)"),
+        (None, Some(n)) => format!("more than {n} message(s) — see [selection-size] below"),
+        (None, None) => format!("unknown — {}", unknown_size_reason(stored)),
     };
     s += &format!("  selection    {what}: {size}\n");
     s += &format!(
@@ -212,8 +209,8 @@ pub fn render(stored: &StoredPreview, now: DateTime<Utc>) -> String {
     }
     s += "\nNext step:\n";
     if !p.can_start() {
-        s +=
-            "  This run is refused. Fix what is listed under \"Refused\" (the snippets say how), then preview again.\n";
+        let how = if refused.iter().any(|f| f.snippet.is_some()) { " (the broker.xml snippets say how)" } else { "" };
+        s += &format!("  This run is refused. Fix what is listed under \"Refused\"{how}, then preview again.\n");
         return s;
     }
     let mut command = format!("artemis-transfer execute {} --plan-hash {}", stored.run_id, stored.plan_hash);
@@ -265,9 +262,7 @@ fn unknown_size_reason(stored: &StoredPreview) -> String {
         return format!("see [{}] below", f.code);
     }
     if findings.iter().any(|f| f.code == "selection-size") {
-        return "the broker counts a filter over at most management-browse-page-size messages and the source \
-                queue is deeper"
-            .into();
+        return "see [selection-size] below".into();
     }
     "the source queue's depth or the filter's count could not be read".into()
 }
@@ -320,6 +315,7 @@ mod tests {
             preview: Preview {
                 findings,
                 selection_size,
+                selection_at_least: None,
                 projected_bytes: None,
                 source_count_at_t0: None,
                 notes: vec!["a note".into()],
@@ -347,10 +343,19 @@ mod tests {
         assert!(text.contains("Findings: 1 refused, 0 need acknowledgement, 1 could not be checked"), "{text}");
         assert!(text.contains("  [address-full-drop]\n    words of address-full-drop\n    Fix in broker.xml:\n"));
         assert!(text.contains("      <a>\n         <b/>\n      </a>\n"), "{text}");
-        assert!(text.contains("unknown — the broker counts a filter"), "{text}");
+        assert!(text.contains("unknown — see [selection-size] below"), "{text}");
+        assert!(text.contains("(the broker.xml snippets say how)"), "{text}");
         assert!(text.contains("valid until  2023-11-14 22:23:20 UTC (in 10 min)"), "{text}");
         assert!(text.contains("This run is refused"), "{text}");
         assert!(!text.contains("artemis-transfer execute"), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_without_a_snippet_promises_none() {
+        let s = stored(vec![finding(Kind::Refused, "source-queue-missing", None)], None);
+        let text = render(&s, DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap());
+        assert!(text.contains("Fix what is listed under \"Refused\", then preview again."), "{text}");
+        assert!(!text.contains("snippet"), "{text}");
     }
 
     #[test]

@@ -366,7 +366,8 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
             writeln!(err).map_err(CliError::Output)?;
             drop(err);
             runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
-            let ok = line.state.is_final();
+            // An end nothing proved is no success to a script that waits on it.
+            let ok = line.state.is_final() && line.state != RunState::Unproven;
             return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(3) });
         }
         tokio::time::sleep(every).await;

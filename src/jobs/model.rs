@@ -155,6 +155,10 @@ pub enum RunState {
     Succeeded,
     /// Ended; some selected messages could not be taken (counted). Final.
     Partial,
+    /// Ended, but the brokers could not prove the end: neither their counts at `t0` and now, nor a full pass over
+    /// the source finding nothing left, account for the selection (`end_proof` says why). Never Succeeded, which
+    /// means proven. Final.
+    Unproven,
     /// Stopped by an operator, an admin cancel, a withdrawn permission or a capacity wait that ran out.
     /// Resumable.
     Stopped,
@@ -168,7 +172,7 @@ pub enum RunState {
 
 impl RunState {
     /// Every state.
-    pub const ALL: [RunState; 11] = [
+    pub const ALL: [RunState; 12] = [
         RunState::Previewed,
         RunState::Queued,
         RunState::Running,
@@ -176,6 +180,7 @@ impl RunState {
         RunState::Returning,
         RunState::Succeeded,
         RunState::Partial,
+        RunState::Unproven,
         RunState::Stopped,
         RunState::Interrupted,
         RunState::Failed,
@@ -192,6 +197,7 @@ impl RunState {
             RunState::Returning => "returning",
             RunState::Succeeded => "succeeded",
             RunState::Partial => "partial",
+            RunState::Unproven => "unproven",
             RunState::Stopped => "stopped",
             RunState::Interrupted => "interrupted",
             RunState::Failed => "failed",
@@ -210,6 +216,7 @@ impl RunState {
             self,
             RunState::Succeeded
                 | RunState::Partial
+                | RunState::Unproven
                 | RunState::Returned
                 | RunState::Stopped
                 | RunState::Interrupted
@@ -219,7 +226,7 @@ impl RunState {
 
     /// Ended with its staging removed: its job history may be pruned.
     pub fn is_final(self) -> bool {
-        matches!(self, RunState::Succeeded | RunState::Partial | RunState::Returned)
+        matches!(self, RunState::Succeeded | RunState::Partial | RunState::Unproven | RunState::Returned)
     }
 }
 

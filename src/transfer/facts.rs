@@ -70,6 +70,10 @@ pub struct Facts {
     /// For a filter selection on a queue no deeper than its `management-browse-page-size`: the broker's
     /// `countMessages(effective filter)`, which is exact there. `None` otherwise.
     pub filtered_count: Option<i64>,
+    /// For a filter selection: the frozen selection as a Core browse of the source counted it, at any depth
+    /// (`broker::count`): exact, or at least so many where the browse stopped at the preview's limit. `None`: not
+    /// browsed (the source could not be reached over Core, or its queue or filter was refused).
+    pub browsed: Option<crate::broker::count::Counted>,
     /// The broker's words when it refused the selection's filter (it parses selectors; we never do).
     pub filter_error: Option<String>,
     /// Whether the target queue is the source of another active run (two runs would ping-pong messages).

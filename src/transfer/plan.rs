@@ -160,6 +160,13 @@ pub fn unstamped_part(frozen_filter: &str) -> String {
     format!("({frozen_filter}) AND AMQTimestamp <= 0")
 }
 
+/// The rule [`stamped_part`] and [`unstamped_part`] draw, as a whole-queue run obeys it (a move's refills, a copy's
+/// room for unstamped messages), in words for the preview.
+pub const WHOLE_QUEUE_RULE: &str = "A run of the whole queue takes every message stamped at or before t0, however \
+     late its producer committed it; of messages without a timestamp (0: a producer with timestamps disabled) it \
+     takes no more than the count at t0 leaves, since nothing tells an earlier one from a later one, and says how \
+     many matching ones it left.";
+
 /// Whether a message stamped `timestamp` belongs to [`unstamped_part`].
 pub fn is_unstamped(timestamp: i64) -> bool {
     timestamp <= 0

@@ -8,9 +8,10 @@
 use serde::Serialize;
 
 use super::facts::{EndFacts, Facts, NodeFacts};
-use super::plan::{Mode, Plan, Selection, STAGING_PREFIX};
+use super::plan::{Mode, Plan, Selection, STAGING_PREFIX, WHOLE_QUEUE_RULE};
 use super::proof::SourceCount;
 use super::target_rules::{self, address_setting, End, Judged, Load, Verdict};
+use crate::broker::count::{CountLimit, Counted};
 use crate::broker::jolokia::{AddressSettings, QueueState};
 
 pub use super::target_rules::Kind;
@@ -44,11 +45,35 @@ pub struct PreviewSettings {
     pub capacity_threshold_pct: i64,
     /// Above this many messages a run needs an explicit override.
     pub safety_cap: i64,
+    /// Where the preview stops counting a filter's selection (a browse of the source reads every matching
+    /// message): past it the size is "more than N" (ADR 0015).
+    pub count_limit: CountLimit,
 }
+
+/// Where a preview stops counting a filter's selection by default: 100,000 matching messages or 20 seconds,
+/// whichever comes first (measured in ADR 0015).
+pub const DEFAULT_COUNT_LIMIT: CountLimit = CountLimit { messages: 100_000, time: std::time::Duration::from_secs(20) };
 
 impl Default for PreviewSettings {
     fn default() -> Self {
-        PreviewSettings { batch_size: 200, capacity_threshold_pct: 90, safety_cap: 1000 }
+        PreviewSettings {
+            batch_size: 200,
+            capacity_threshold_pct: 90,
+            safety_cap: 1000,
+            count_limit: DEFAULT_COUNT_LIMIT,
+        }
+    }
+}
+
+impl PreviewSettings {
+    /// The preview's settings as the runtime settings have them.
+    pub fn from_settings(current: &crate::jobs::settings::Settings) -> PreviewSettings {
+        PreviewSettings {
+            batch_size: i64::from(current.batch_size),
+            capacity_threshold_pct: i64::from(current.capacity_threshold_pct),
+            safety_cap: i64::try_from(current.safety_cap).unwrap_or(i64::MAX),
+            count_limit: DEFAULT_COUNT_LIMIT,
+        }
     }
 }
 
@@ -57,8 +82,12 @@ impl Default for PreviewSettings {
 pub struct Preview {
     /// Every finding, refusals first.
     pub findings: Vec<Finding>,
-    /// How many messages are selected: exact for ids and a whole queue, `None` when it cannot be known.
+    /// How many messages are selected: exact for ids, a whole queue and a filter counted to its end; `None` when
+    /// it is not known (see `selection_at_least`).
     pub selection_size: Option<i64>,
+    /// For a filter whose count stopped at the preview's limit: at least this many are selected ("more than N").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection_at_least: Option<i64>,
     /// The bytes the selection is projected to take on the target, when known.
     pub projected_bytes: Option<i64>,
     /// The source queue's counters at `t0`, which the run's end is proven against (`proof`).
@@ -110,7 +139,8 @@ impl Findings {
 /// Evaluates every rule. Pure: the same plan, facts and settings always give the same preview.
 pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Preview {
     let mut f = Findings(Vec::new());
-    let selection_size = selection_size(plan, facts);
+    let size = selection_size(plan, facts);
+    let selection_size = size.exact();
 
     check_names(plan, &mut f);
     if plan.target_is_source() {
@@ -127,14 +157,8 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
     check_source(plan, facts, &mut f);
     check_target(plan, facts, settings, selection_size, &mut f);
 
-    if selection_size.is_none() {
-        f.unknown(
-            "selection-size",
-            "The number of selected messages is not known: the broker counts a filter over at most \
-             management-browse-page-size messages and the source queue is deeper. The run needs an explicit \
-             override of the safety cap."
-                .into(),
-        );
+    if let Some(words) = size.unknown_words(&settings.count_limit) {
+        f.unknown("selection-size", words);
     }
     if plan.mode == Mode::Move && !plan.same_node() {
         f.unknown(
@@ -154,28 +178,97 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
     Preview {
         findings,
         selection_size,
+        selection_at_least: size.at_least(),
         projected_bytes: projected_bytes(facts, selection_size),
         source_count_at_t0: source_count(facts),
-        notes: notes(plan, facts),
+        notes: notes(plan, facts, size),
         needs_typed_confirmation: plan.mode == Mode::Move || over_cap,
         needs_cap_override: over_cap,
     }
 }
 
 /// Exact for ids and a whole queue; for a filter, the broker's count only where it scans the whole queue.
-fn selection_size(plan: &Plan, facts: &Facts) -> Option<i64> {
-    match &plan.selection {
-        Selection::Ids(ids) => Some(ids.len() as i64),
-        Selection::All => facts.source.queue.state()?.message_count,
-        Selection::Filter(_) => {
-            let depth = facts.source.queue.state()?.message_count?;
-            let page = facts.source.queue.settings.as_ref()?.management_browse_page_size;
-            if depth <= page {
-                facts.filtered_count
-            } else {
-                None
-            }
+/// How many messages a selection holds, as the preview knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Size {
+    /// Exactly this many.
+    Exact(i64),
+    /// A filter's count stopped at the preview's limit with this many.
+    AtLeast(i64),
+    /// Not counted: the source queue, or the filter, could not be read or was refused (other findings say so).
+    Unread,
+    /// A filter not counted by a browse (the source's Core acceptor did not answer), and not by the broker either:
+    /// its own filtered count did not answer, or (`deeper_than_page`) covers only one browse page of a deeper queue.
+    NotCounted {
+        /// The queue is deeper than the broker's filtered count scans.
+        deeper_than_page: bool,
+    },
+}
+
+impl Size {
+    fn exact(self) -> Option<i64> {
+        match self {
+            Size::Exact(n) => Some(n),
+            _ => None,
         }
+    }
+
+    fn at_least(self) -> Option<i64> {
+        match self {
+            Size::AtLeast(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The `selection-size` finding's words, when the size is unknown for a reason no other finding gives.
+    fn unknown_words(self, limit: &CountLimit) -> Option<String> {
+        match self {
+            Size::Exact(_) | Size::Unread => None,
+            Size::AtLeast(n) => Some(format!(
+                "More than {n} messages match the filter: the preview stops counting at {} messages or {} seconds \
+                 (it reads each matching message to count it). The run needs an explicit override of the safety \
+                 cap, and its end is proven by a full pass over the source finding nothing left that the frozen \
+                 filter matches, not by the count.",
+                limit.messages,
+                limit.time.as_secs()
+            )),
+            Size::NotCounted { deeper_than_page } => Some(format!(
+                "The number of selected messages is not known: the source's Core acceptor did not answer, so the \
+                 filter could not be counted by reading the queue, and {}. The run needs an explicit override of the \
+                 safety cap, and its end is proven by a full pass over the source finding nothing left that the \
+                 frozen filter matches.",
+                if deeper_than_page {
+                    "the broker's own filtered count covers only management-browse-page-size messages of a deeper \
+                     queue"
+                } else {
+                    "the broker's own filtered count did not answer"
+                }
+            )),
+        }
+    }
+}
+
+fn selection_size(plan: &Plan, facts: &Facts) -> Size {
+    let state = facts.source.queue.state();
+    match &plan.selection {
+        Selection::Ids(ids) => Size::Exact(ids.len() as i64),
+        Selection::All => state.and_then(|s| s.message_count).map_or(Size::Unread, Size::Exact),
+        Selection::Filter(_) if facts.filter_error.is_some() => Size::Unread,
+        Selection::Filter(_) => match facts.browsed {
+            Some(Counted::Exact(n)) => Size::Exact(n as i64),
+            Some(Counted::AtLeast(n)) => Size::AtLeast(n as i64),
+            None => state.map_or(Size::Unread, |s| page_count(facts, s)),
+        },
+    }
+}
+
+/// The broker's own filtered count, where it is exact: on a queue no deeper than the page it scans.
+fn page_count(facts: &Facts, state: &QueueState) -> Size {
+    let page = facts.source.queue.settings.as_ref().map(|s| s.management_browse_page_size);
+    let within_page = state.message_count.zip(page).map(|(depth, page)| depth <= page);
+    match (facts.filtered_count, within_page) {
+        (Some(n), Some(true)) => Size::Exact(n),
+        (_, within) => Size::NotCounted { deeper_than_page: within == Some(false) },
     }
 }
 
@@ -194,20 +287,15 @@ fn projected_bytes(facts: &Facts, count: Option<i64>) -> Option<i64> {
     Some(((count? as i128 * size as i128) / depth as i128) as i64)
 }
 
-fn notes(plan: &Plan, facts: &Facts) -> Vec<String> {
+fn notes(plan: &Plan, facts: &Facts, size: Size) -> Vec<String> {
     let mut notes = vec![
         "Messages published over AMQP, MQTT, STOMP or OpenWire arrive in their Core form.".to_string(),
         "The selection is frozen at t0 by each message's timestamp, which the producer's clock set: a producer \
          with a fast clock can put a message outside the selection."
             .to_string(),
     ];
-    if plan.mode == Mode::Move && plan.selection == Selection::All {
-        notes.push(
-            "A move of the whole queue takes at most the messages counted at t0: a producer that sends no timestamp \
-             (0) or has a slow clock stamps later messages at or before t0, and the count keeps the run from taking \
-             them (one of a higher priority can still take the place of an older one)."
-                .into(),
-        );
+    if plan.selection == Selection::All {
+        notes.push(WHOLE_QUEUE_RULE.into());
     }
     notes.push(match plan.mode {
         Mode::Move => "A move clears each message's expiration (the broker's move does); a copy keeps it.".into(),
@@ -226,13 +314,27 @@ fn notes(plan: &Plan, facts: &Facts) -> Vec<String> {
             ),
         });
     }
-    notes.push(
-        "The run's end is proven against the source broker's counts: what it delivered, dead-lettered and did \
-         not take must account for the messages counted at t0, less what consumers took meanwhile; otherwise it \
-         ends Partial, saying what differs."
-            .into(),
-    );
+    notes.push(end_proof_note(size));
     notes
+}
+
+/// How the run's end will be proven (`proof`), given what the preview counted.
+fn end_proof_note(size: Size) -> String {
+    let by_count = "The run's end is proven against the source broker's counts: what it delivered, dead-lettered and \
+                    did not take must account for the messages counted at t0, less what consumers took meanwhile; \
+                    otherwise it takes another pass and then ends Partial, saying what differs.";
+    let by_exhaustion = "The selection is not counted, so the run's end is proven by exhaustion: a full pass over the \
+                         source must find nothing left that the frozen selection matches, and every message the run \
+                         took must be delivered, dead-lettered or reported.";
+    let neither = "An end that neither the counts nor such a pass can prove ends Unproven, never Succeeded.";
+    match size {
+        Size::Exact(_) => format!(
+            "{by_count} Where the source broker restarts during the run (its counters begin \
+                                   again), the end is proven by exhaustion instead: a full pass over the source must \
+                                   find nothing left that the frozen selection matches. {neither}"
+        ),
+        Size::AtLeast(_) | Size::NotCounted { .. } | Size::Unread => format!("{by_exhaustion} {neither}"),
+    }
 }
 
 fn check_names(plan: &Plan, f: &mut Findings) {

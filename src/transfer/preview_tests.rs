@@ -79,6 +79,7 @@ fn healthy() -> Facts {
             },
         },
         filtered_count: None,
+        browsed: None,
         filter_error: None,
         target_is_source_of_active_run: Some(false),
         runs_into_target_address: Some(0),
@@ -533,11 +534,28 @@ fn selection_size_rules() {
     facts.filtered_count = Some(7);
     let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
     assert_eq!(p.selection_size, Some(7));
-    // The same filter on a deeper queue: unknown, needs the override and typing.
+    // The same filter on a deeper queue, not counted by a browse: unknown, needs the override and typing.
     tq_src(&mut facts).message_count = Some(201);
     let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
     assert_eq!(p.selection_size, None);
     assert!(p.needs_cap_override && p.needs_typed_confirmation);
+    let size = p.findings.iter().find(|f| f.code == "selection-size").expect("selection-size");
+    assert!(size.words.contains("Core acceptor did not answer"), "{}", size.words);
+    // Counted by a browse of the source: exact at any depth.
+    facts.browsed = Some(Counted::Exact(150));
+    let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
+    assert_eq!((p.selection_size, p.selection_at_least), (Some(150), None));
+    assert!(!p.findings.iter().any(|f| f.code == "selection-size"), "{:#?}", p.findings);
+    assert!(p.notes.iter().any(|n| n.starts_with("The run's end is proven against the source broker's counts")));
+    // A browse that stopped at the preview's limit: more than N, over the cap, proven by exhaustion.
+    facts.browsed = Some(Counted::AtLeast(100_000));
+    let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);
+    assert_eq!((p.selection_size, p.selection_at_least), (None, Some(100_000)));
+    assert!(p.needs_cap_override && p.needs_typed_confirmation);
+    let size = p.findings.iter().find(|f| f.code == "selection-size").expect("selection-size");
+    assert!(size.words.starts_with("More than 100000 messages match the filter"), "{}", size.words);
+    assert!(p.notes.iter().any(|n| n.contains("proven by exhaustion")), "{:#?}", p.notes);
+    facts.browsed = None;
     // The browse page size comes from the source address settings.
     facts.source.queue.settings = Some(settings(json!({"managementBrowsePageSize": 1000})));
     let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);

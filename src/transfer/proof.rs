@@ -26,6 +26,13 @@
 //!
 //! `selected` is the broker's count at `t0` (the preview's), never recomputed from the run's outcomes: a
 //! selection recomputed from what was done cannot reveal what was not.
+//!
+//! Where no count can prove the end — the selection was too large for the preview to count, or the source broker
+//! restarted and its counters began again — the end is proven **by exhaustion** ([`by_exhaustion`]): the
+//! broker's own full iteration of the source (a Core browse with the frozen filter; a copy's pass) finds nothing
+//! left that the selection matches and the run has not accounted for, and everything the run took is delivered,
+//! dead-lettered or reported. An end neither proves is **unproven**, and the run says so in its state
+//! ([`crate::jobs::RunState::Unproven`]), never Succeeded (ADR 0015).
 
 use serde::{Deserialize, Serialize};
 
@@ -100,6 +107,13 @@ pub enum Proof {
         /// arrived after the count (no more than arrived on the source since `t0`).
         taken_beyond_count: i64,
     },
+    /// No count could prove the end, but the source was exhausted: a full iteration of it by the broker found
+    /// nothing left that the frozen selection matches (and the run did not account for), and everything the run
+    /// took is delivered, dead-lettered or reported.
+    Exhausted {
+        /// Why the counts could not prove it, in words.
+        no_count: String,
+    },
     /// The outcome does not account for the selection.
     Differs {
         /// Counted at `t0`.
@@ -116,9 +130,18 @@ pub enum Proof {
 }
 
 impl Proof {
-    /// Whether the end is proven.
+    /// Whether the end is proven, by the counts or by exhaustion.
     pub fn is_proven(&self) -> bool {
-        matches!(self, Proof::Proven { .. })
+        matches!(self, Proof::Proven { .. } | Proof::Exhausted { .. })
+    }
+
+    /// What proved the end, for machines: `counts`, `exhaustion`, or `none` (a difference, or unproven).
+    pub fn by(&self) -> &'static str {
+        match self {
+            Proof::Proven { .. } => "counts",
+            Proof::Exhausted { .. } => "exhaustion",
+            Proof::Differs { .. } | Proof::Unknowable(_) => "none",
+        }
     }
 
     /// How many more the outcome holds than were counted at `t0` (see [`Proof::Proven`]); 0 unless proven.
@@ -162,8 +185,52 @@ impl Proof {
                     )
                 }
             }
-            Proof::Unknowable(why) => format!("not proven by the broker's counts: {why}"),
+            Proof::Exhausted { no_count } => format!(
+                "proven by exhaustion: a full pass over the source found nothing left that the frozen selection \
+                 matches, and every message the run took is delivered, dead-lettered or reported (the broker's counts \
+                 could not prove it: {no_count})"
+            ),
+            Proof::Unknowable(why) => format!(
+                "not proven: the broker's counts cannot prove this end ({why}), and no full pass over the source has \
+                 shown that nothing the selection matches is left"
+            ),
         }
+    }
+}
+
+/// What a run's end can show without a count (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exhaustion {
+    /// A full iteration of the source by the broker (a Core browse with the frozen filter, a copy's pass skipping
+    /// what it copied) found nothing the selection matches that the run has not accounted for. `None`: not looked.
+    pub nothing_left: Option<bool>,
+    /// Everything the run took from the source is delivered, dead-lettered or reported: nothing of it is held
+    /// anywhere else (a move's staging is empty and no batch is in doubt; a move on one node lost no answer).
+    pub taken_accounted: bool,
+}
+
+/// The proof of an end the counts cannot prove (`count_proof` is [`Proof::Unknowable`]) by exhaustion; any other
+/// proof as it is.
+pub fn by_exhaustion(count_proof: Proof, evidence: Exhaustion) -> Proof {
+    match count_proof {
+        Proof::Unknowable(no_count) if evidence.nothing_left == Some(true) && evidence.taken_accounted => {
+            Proof::Exhausted { no_count }
+        }
+        other => other,
+    }
+}
+
+/// The state a run ends in, given its proof and whether anything selected was not delivered (`shortfall`: not
+/// taken, dead-lettered, or a difference the words name): **Succeeded only for a proven end** with nothing short;
+/// Partial for an end whose shortfall is counted (proven, or a difference after the passes); Unproven for an end
+/// nothing proves, whatever else it says.
+pub fn end_state(proof: &Proof, shortfall: bool) -> crate::jobs::RunState {
+    use crate::jobs::RunState;
+    match proof {
+        Proof::Unknowable(_) => RunState::Unproven,
+        Proof::Differs { .. } => RunState::Partial,
+        Proof::Proven { .. } | Proof::Exhausted { .. } if shortfall => RunState::Partial,
+        Proof::Proven { .. } | Proof::Exhausted { .. } => RunState::Succeeded,
     }
 }
 
@@ -171,8 +238,8 @@ impl Proof {
 pub fn prove(selected: Option<i64>, at_t0: Option<SourceCount>, now: Option<SourceCount>, outcome: Outcome) -> Proof {
     let Some(selected) = selected else {
         return Proof::Unknowable(
-            "the broker could not count the selection at t0 (a filter over a queue deeper than its \
-             management-browse-page-size)"
+            "the selection was not counted at t0: more matched the filter than the preview counts, or the source \
+             could not be read to count it"
                 .into(),
         );
     };
@@ -223,7 +290,7 @@ pub enum Verdict {
     /// Take another pass over the source (it may find what the last one missed).
     AnotherPass,
     /// Passes are used up and the proof still differs: the run ends Partial, saying so.
-    Unproven,
+    EndDiffering,
 }
 
 /// `passes` is how many extra passes the run already made; `last_pass_found_nothing` says whether the latest
@@ -231,13 +298,13 @@ pub enum Verdict {
 /// browse is not such a pass).
 pub fn verdict(proof: &Proof, passes: u32, last_pass_found_nothing: bool) -> Verdict {
     match proof {
-        Proof::Proven { taken_by_others: 0, .. } => Verdict::End,
+        Proof::Proven { taken_by_others: 0, .. } | Proof::Exhausted { .. } => Verdict::End,
         // Others took from the source: a copy's browser may have passed over messages given back behind it, so a
         // copy makes sure with one pass that finds nothing more.
         Proof::Proven { .. } | Proof::Unknowable(_) if last_pass_found_nothing || passes >= MAX_PASSES => Verdict::End,
         Proof::Proven { .. } | Proof::Unknowable(_) => Verdict::AnotherPass,
         Proof::Differs { .. } if passes < MAX_PASSES => Verdict::AnotherPass,
-        Proof::Differs { .. } => Verdict::Unproven,
+        Proof::Differs { .. } => Verdict::EndDiffering,
     }
 }
 
@@ -267,7 +334,7 @@ mod tests {
         assert_eq!(p, Proof::Differs { selected: 500, accounted: 220, taken_by_others: 0, arrived: 0 });
         assert!(p.words().contains("280 of the 500"), "{}", p.words());
         assert_eq!(verdict(&p, 0, true), Verdict::AnotherPass);
-        assert_eq!(verdict(&p, MAX_PASSES, true), Verdict::Unproven);
+        assert_eq!(verdict(&p, MAX_PASSES, true), Verdict::EndDiffering);
     }
 
     #[test]
@@ -316,6 +383,35 @@ mod tests {
         assert_eq!(verdict(&restarted, 1, true), Verdict::End);
         assert!(matches!(prove(None, count(1, 0, 0), count(1, 0, 0), moved(1, 0, 1)), Proof::Unknowable(_)));
         assert!(matches!(prove(Some(1), None, count(1, 0, 0), moved(1, 0, 1)), Proof::Unknowable(_)));
+    }
+
+    #[test]
+    fn an_end_no_count_proves_is_proven_by_exhaustion_or_unproven() {
+        let unknowable = prove(None, count(900, 0, 7), count(0, 900, 7), moved(900, 0, 900));
+        let exhausted = Exhaustion { nothing_left: Some(true), taken_accounted: true };
+        let proof = by_exhaustion(unknowable.clone(), exhausted);
+        assert!(matches!(proof, Proof::Exhausted { .. }), "{proof:?}");
+        assert!(proof.is_proven());
+        assert_eq!(verdict(&proof, 0, true), Verdict::End);
+        assert!(proof.words().starts_with("proven by exhaustion"), "{}", proof.words());
+        assert_eq!(end_state(&proof, false), crate::jobs::RunState::Succeeded);
+        assert_eq!(end_state(&proof, true), crate::jobs::RunState::Partial);
+
+        for evidence in [
+            Exhaustion { nothing_left: Some(false), taken_accounted: true },
+            Exhaustion { nothing_left: None, taken_accounted: true },
+            Exhaustion { nothing_left: Some(true), taken_accounted: false },
+        ] {
+            let proof = by_exhaustion(unknowable.clone(), evidence);
+            assert!(matches!(proof, Proof::Unknowable(_)), "{evidence:?}: {proof:?}");
+            assert!(!proof.is_proven());
+            assert_eq!(end_state(&proof, false), crate::jobs::RunState::Unproven, "never Succeeded unproven");
+            assert!(proof.words().starts_with("not proven"), "{}", proof.words());
+        }
+        // A count's proof, or its difference, is never replaced by exhaustion.
+        let differs = prove(Some(500), count(500, 0, 1_000), count(0, 220, 1_000), moved(220, 0, 220));
+        assert_eq!(by_exhaustion(differs.clone(), exhausted), differs);
+        assert_eq!(end_state(&differs, true), crate::jobs::RunState::Partial);
     }
 
     #[test]

@@ -70,7 +70,8 @@ async fn preview_retry(
     let node = cluster.node(&source.node)?;
     let credentials = Credentials::from_env(&cluster.credentials_ref)?;
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
-    let (mgmt, core) = node_management(node, &credentials, &permits).await;
+    let (mgmt, core_url) = node_management(node, &credentials, &permits).await;
+    let core = crate::registry::discover::core_host_port(&core_url);
     let found = match OriginalQueues::find(&mgmt, source, &request.selection).await {
         Ok(found) => found,
         Err(e) => OriginalQueues::unreadable(e),
@@ -328,6 +329,8 @@ fn merge(each: Vec<Preview>, settings: &PreviewSettings) -> Preview {
     let mut merged = Preview {
         findings: Vec::new(),
         selection_size,
+        // A retry's queues are counted by the broker (one browse page each), never by a browse of the source.
+        selection_at_least: None,
         projected_bytes: sum(|p| p.projected_bytes),
         source_count_at_t0: each.first().and_then(|p| p.source_count_at_t0),
         notes: Vec::new(),
@@ -362,6 +365,7 @@ mod tests {
         Preview {
             findings,
             selection_size: size,
+            selection_at_least: None,
             projected_bytes: size.map(|n| n * 10),
             source_count_at_t0: None,
             notes: vec!["same".into()],

@@ -19,9 +19,12 @@ use super::gather::{gather, EndAccess, RunFacts};
 use super::permissions::{self, Permission, PermissionError};
 use super::plan::{Mode, Plan, QueueRef, Selection};
 use super::preview::{preview, Kind, Preview, PreviewSettings};
+use crate::broker::count::count_matching;
 use crate::broker::jolokia::BrokerManagement;
+use crate::broker::node::connect_core;
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
+use crate::registry::discover::core_host_port;
 use crate::registry::live::{limited, live_endpoint_limited, management};
 use crate::registry::{store, ClusterNode, Credentials, RegistryError};
 use crate::transfer::store::preview::{self as preview_store, PreviewedRun};
@@ -99,21 +102,43 @@ pub(crate) async fn visible_cluster(
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A management client for the node's live endpoint, or — when none is live — for its first endpoint, so the
-/// preview reads and reports what that endpoint is (a backup, not active, or not answering). Every call, the
-/// live-endpoint check included, takes the node's shared permits first.
+/// preview reads and reports what that endpoint is (a backup, not active, or not answering), with that endpoint's
+/// Core URL. Every call, the live-endpoint check included, takes the node's shared permits first.
 pub(crate) async fn node_management(
     node: &ClusterNode,
     credentials: &Credentials,
     permits: &Arc<dyn PermitSource>,
 ) -> (BrokerManagement, String) {
     match live_endpoint_limited(node, credentials, CALL_TIMEOUT, Some(permits)).await {
-        Ok((mgmt, endpoint)) => (mgmt, crate::registry::discover::core_host_port(&endpoint.core_url)),
+        Ok((mgmt, endpoint)) => (mgmt, endpoint.core_url.clone()),
         Err(_) => {
             let endpoint = &node.endpoints[0];
             let mgmt = limited(management(node, endpoint, credentials, CALL_TIMEOUT), Some(permits));
-            (mgmt, crate::registry::discover::core_host_port(&endpoint.core_url))
+            (mgmt, endpoint.core_url.clone())
         }
     }
+}
+
+/// Counts a filter selection's messages on the source by a Core browse with the frozen filter (`plan` is frozen at
+/// `t0`), up to `limit`: exact at any depth, where the broker's own filtered count covers one browse page. `None`
+/// when it is not a filter selection, the broker already refused the queue or the filter, or the source could not
+/// be browsed (the preview then falls back on the broker's count, and says so).
+async fn browse_count(
+    plan: &Plan,
+    facts: &crate::transfer::Facts,
+    core_url: &str,
+    credentials: &Credentials,
+    limit: crate::broker::count::CountLimit,
+) -> Option<crate::broker::count::Counted> {
+    if !matches!(plan.selection, Selection::Filter(_)) || facts.filter_error.is_some() {
+        return None;
+    }
+    facts.source.queue.state()?;
+    let filter = plan.effective_filter()?;
+    let conn = connect_core(core_url, &credentials.user, &credentials.password, CALL_TIMEOUT, None).await.ok()?;
+    let counted = count_matching(&conn, &plan.source.queue, Some(&filter), limit).await;
+    let _ = conn.close().await;
+    counted.inspect_err(|e| tracing::warn!(queue = %plan.source.display(), error = %e, "the preview could not count the selection by a browse")).ok()
 }
 
 /// Active runs on the plan's queues, from Postgres.
@@ -206,7 +231,7 @@ async fn preview_checked(
     let target_credentials = Credentials::from_env(&target_cluster.credentials_ref)?;
 
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
-    let ((source_mgmt, source_core), (target_mgmt, target_core)) = tokio::join!(
+    let ((source_mgmt, source_core_url), (target_mgmt, target_core_url)) = tokio::join!(
         node_management(source_node, &source_credentials, &permits),
         node_management(target_node, &target_credentials, &permits)
     );
@@ -218,7 +243,8 @@ async fn preview_checked(
         t0_millis: 0,
         destination: Default::default(),
     };
-    let facts = gather(
+    let (source_core, target_core) = (core_host_port(&source_core_url), core_host_port(&target_core_url));
+    let mut facts = gather(
         &plan,
         EndAccess { management: &source_mgmt, core_addr: Some(&source_core) },
         EndAccess { management: &target_mgmt, core_addr: Some(&target_core) },
@@ -227,6 +253,7 @@ async fn preview_checked(
     .await;
     let broker_clock = facts.source.node.as_ref().and_then(|n| n.broker.current_time_millis);
     plan.t0_millis = broker_clock.unwrap_or_else(|| Utc::now().timestamp_millis());
+    facts.browsed = browse_count(&plan, &facts, &source_core_url, &source_credentials, settings.count_limit).await;
     let mut shown = preview(&plan, &facts, settings);
     if broker_clock.is_none() {
         shown.notes.push(

@@ -15,7 +15,9 @@ use testbed::fidelity::{self, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::{unique_name, Node, TestBed};
 
-use crate::support::{assert_accounting, census, create_queue, queue_ref, wait_for, Census, World};
+use crate::support::{
+    assert_accounting, assert_proven, census, connect, create_queue, queue_ref, wait_for, Census, World,
+};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(240);
@@ -28,15 +30,6 @@ async fn empty_queues(label: &str) -> (String, String) {
     create_queue(bed.node("east-1"), &source).await;
     create_queue(bed.node("west-1"), &target).await;
     (source, target)
-}
-
-/// A Core connection to `node` as the test bed's user.
-async fn connect(node: &Node) -> artemis_core::Connection {
-    let options = artemis_core::ConnectOptions::from_url(&node.core_url())
-        .unwrap()
-        .credentials(node.user.clone(), node.password.clone())
-        .connection_ttl(Duration::from_secs(10));
-    artemis_core::Connection::connect(&options).await.unwrap()
 }
 
 /// A client holding messages of a queue: a transacted Core consumer that received them one at a time and has
@@ -99,18 +92,6 @@ async fn queue_with_delayed_messages(node: &Node, label: &str, count: u32, delay
     let waiting = scheduled_count(node, &source).await;
     assert!(waiting >= delayed as i64, "only {waiting} of {delayed} messages wait out their redelivery delay");
     (source, (0..count).map(|i| format!("{prefix}{i}")).collect())
-}
-
-/// The run's proof of its end (`end_proof` event): proven by the broker's counts, not merely ended.
-async fn assert_proven(world: &World, run: uuid::Uuid) {
-    let proofs: Vec<serde_json::Value> =
-        sqlx::query_scalar("SELECT detail FROM run_event WHERE run_id = $1 AND kind = 'end_proof' ORDER BY id")
-            .bind(run)
-            .fetch_all(&world.pool)
-            .await
-            .unwrap();
-    assert_eq!(proofs.len(), 1, "{proofs:?}");
-    assert_eq!(proofs[0]["proven"], json!(true), "{proofs:?}");
 }
 
 async fn clean_up(node: &Node, queue: &str, settings: bool) {

@@ -4,6 +4,7 @@
 mod conditions;
 mod copy;
 mod crash;
+mod deep;
 mod dmq;
 mod ends;
 mod faults;

@@ -54,7 +54,9 @@ async fn a_move_by_filter_from_a_paging_source_takes_exactly_the_selection() {
     let left = census(east1, &source).await;
     assert_exactly_once(&selected, &on_target, &[&left]);
     assert_exactly_once(&rest, &left, &[&on_target]);
-    // 600 messages are deeper than the source's browse page (200): the preview cannot count the filter's selection.
-    assert_accounting(&counters, &Census::moved(&selected, &on_target, &left).size_unknown());
+    // 600 messages are deeper than the source's browse page (200): the preview counts the filter's selection by a
+    // browse of the source, which has no page limit.
+    assert_eq!(stored.preview.selection_size, Some(selected.len() as i64), "{:#?}", stored.preview);
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &left));
     judge.remove_address_settings(&source).await.unwrap();
 }

@@ -1,7 +1,7 @@
 -- run_prune: delete at most $2 runs that ended before $1 and hold no staging, with their jobs and events; returns
 -- how many jobs, events and runs were deleted.
 --
--- A run holds no staging when it ended with its staging removed (succeeded, partial, returned), or when it
+-- A run holds no staging when it ended with its staging removed (succeeded, partial, unproven, returned), or when it
 -- ended without ever recording one (stopped, interrupted or failed with staging_queue NULL: nothing was ever
 -- moved into staging, since the relay records the queue before its first refill). A stopped, interrupted or
 -- failed run that names its staging queue may be resumed or returned: it is never deleted, however old. A
@@ -17,8 +17,8 @@ WITH doomed AS (
     SELECT r.id
     FROM transfer_run r
     WHERE ((r.ended_at < $1
-            AND r.state IN ('succeeded', 'partial', 'returned', 'stopped', 'interrupted', 'failed')
-            AND (r.staging_queue IS NULL OR r.state IN ('succeeded', 'partial', 'returned')))
+            AND r.state IN ('succeeded', 'partial', 'unproven', 'returned', 'stopped', 'interrupted', 'failed')
+            AND (r.staging_queue IS NULL OR r.state IN ('succeeded', 'partial', 'unproven', 'returned')))
            OR (r.state = 'previewed' AND r.preview_expires_at < $1))
       AND NOT EXISTS (SELECT 1 FROM job j WHERE j.run_id = r.id AND j.state IN ('pending', 'running'))
       AND NOT EXISTS (SELECT 1 FROM run_slot s WHERE s.run_id = r.id)

@@ -595,8 +595,11 @@ pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcom
         }
     }
     let now = source_count_now(&source, &run).await?;
-    let proof = prove_end(&run, now, 0);
     let clean_pass = run.relay.pass_started_at == Some(run.counters.delivered);
+    // A copy's pass is the broker's full iteration of the source with the frozen filter, skipping only what the
+    // ledger holds: a clean one found nothing left to copy. A copy takes nothing out of the source.
+    let exhaustion = proof::Exhaustion { nothing_left: Some(clean_pass), taken_accounted: true };
+    let proof = proof::by_exhaustion(prove_end(&run, now, 0), exhaustion);
     let verdict = proof::verdict(&proof, run.relay.finish_rechecks, clean_pass);
     if verdict == Verdict::AnotherPass {
         return another_pass(ctx, &mut run, Phase::CopySlice, Some(&proof)).await;

@@ -18,6 +18,7 @@ use super::staged::staging_depth;
 use super::state::{Counters, TransferRun};
 use super::Code;
 use super::{fault, Phase, RelayConfig, RelayError, TransferHandler};
+use crate::broker::count::{count_matching, CountLimit};
 use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
@@ -25,7 +26,7 @@ use crate::jobs::lease::FencedTx;
 use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::gather::end_facts;
-use crate::transfer::plan::{unstamped_part, Selection};
+use crate::transfer::plan::{stamped_part, unstamped_part, Selection};
 use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
 use crate::transfer::staging::{self, Selected, StagingSpec};
 
@@ -75,6 +76,9 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     }
     let now = source_count_now(&source, &run).await?;
     let proof = prove_end(&run, now, staged);
+    let taken_accounted = run.relay.in_doubt.is_empty()
+        && staged == run.counters.delivered + run.counters.dead_lettered + run.counters.returned;
+    let proof = exhaust_unless_counted(proof, &source, &run, staged, taken_accounted).await?;
     // A move's last pass is its refills finding nothing more: the broker's own scan of the whole queue.
     let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
     if verdict == Verdict::AnotherPass {
@@ -145,9 +149,42 @@ async fn beyond_the_count(
     Ok(unstamped.map_err(staging::StagingError::from)?.max(0))
 }
 
+/// How long a pass over the source that looks for anything left may take: the broker reads a deep queue through,
+/// sending only what matches.
+const EXHAUSTION_PASS_LIMIT: CountLimit = CountLimit { messages: 1, time: std::time::Duration::from_secs(600) };
+
+/// The proof of a move's end (`proof`, from the counts), or — where the counts cannot prove it — the proof by
+/// exhaustion (`proof::by_exhaustion`): a Core browse of the source with the frozen filter (for a whole queue, its
+/// stamped part: the count at t0 takes the rest) finds nothing, and `taken_accounted`. `taken` is what the run took
+/// out of the source.
+pub(crate) async fn exhaust_unless_counted(
+    proof: Proof,
+    source: &NodeAccess,
+    run: &TransferRun,
+    taken: i64,
+    taken_accounted: bool,
+) -> Result<Proof, RelayError> {
+    if !matches!(proof, Proof::Unknowable(_)) {
+        return Ok(proof);
+    }
+    let Some(effective) = run.plan.effective_filter() else {
+        return Ok(proof);
+    };
+    let filter = match whole_queue_left(run, taken) {
+        Some(0) => stamped_part(&effective),
+        _ => effective,
+    };
+    let conn = source.connect(std::time::Duration::from_secs(30)).await?;
+    let left = count_matching(&conn, &run.plan.source.queue, Some(&filter), EXHAUSTION_PASS_LIMIT).await;
+    let _ = conn.close().await;
+    let nothing_left = Some(left?.is_none_left());
+    Ok(proof::by_exhaustion(proof, proof::Exhaustion { nothing_left, taken_accounted }))
+}
+
 /// Ends `run` in `tx` (which the caller may have written in already): its counters (with what the proof found
 /// taken beyond the count at `t0`), the event saying how it finished (`finished`: kind and detail), its end proof,
-/// and Succeeded — or Partial with `words` when there is anything to say — in one fenced transaction.
+/// and its end state (`proof::end_state`: Succeeded only when proven, else Partial or Unproven) with `words`, in
+/// one fenced transaction.
 pub(crate) async fn end_run(
     mut tx: FencedTx,
     run: &mut TransferRun,
@@ -156,7 +193,7 @@ pub(crate) async fn end_run(
     words: Vec<String>,
 ) -> Result<Outcome, RelayError> {
     run.counters.taken_beyond_count = proof.taken_beyond_count();
-    let end = if words.is_empty() { RunState::Succeeded } else { RunState::Partial };
+    let end = proof::end_state(proof, !words.is_empty());
     let words = (!words.is_empty()).then(|| words.join("; "));
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     row::event(tx.conn(), run.id, finished.0, finished.1).await?;
@@ -211,7 +248,7 @@ pub(crate) fn end_words(c: &Counters, verb: &str, proof: &Proof, verdict: &Verdi
     if c.dead_lettered > 0 {
         words.push(format!("{} were dead-lettered", c.dead_lettered));
     }
-    if *verdict == Verdict::Unproven {
+    if *verdict == Verdict::EndDiffering || matches!(proof, Proof::Unknowable(_)) {
         words.push(proof.words());
     }
     words
@@ -219,7 +256,7 @@ pub(crate) fn end_words(c: &Counters, verb: &str, proof: &Proof, verdict: &Verdi
 
 /// The `end_proof` event: what the broker's counts said of the end.
 pub(crate) fn proof_event(proof: &Proof) -> serde_json::Value {
-    json!({ "proven": proof.is_proven(), "words": proof.words() })
+    json!({ "proven": proof.is_proven(), "by": proof.by(), "words": proof.words() })
 }
 
 /// Sends the run back over the source once more (`phase`: a relay batch, a local chunk, a copy slice), counting

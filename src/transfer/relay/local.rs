@@ -33,7 +33,9 @@ use std::ops::ControlFlow;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::finish::{another_pass, count_not_taken, end_run, end_words, prove_end, source_count_now, Left};
+use super::finish::{
+    another_pass, count_not_taken, end_run, end_words, exhaust_unless_counted, prove_end, source_count_now, Left,
+};
 use super::guard::{check_source_heap, check_target, BatchSize};
 use super::queues::{create_target_queue, source_queue_mbean};
 use super::refill::{id_chunk, move_frozen_selection, whole_queue_left};
@@ -421,7 +423,9 @@ async fn finish(
     }
     let now = source_count_now(node, run).await?;
     // What the broker moved out of the source: every delivered message, and up to `uncertain` more.
-    let proof = prove_end(run, now, run.counters.delivered + run.counters.uncertain);
+    let taken = run.counters.delivered + run.counters.uncertain;
+    let proof = prove_end(run, now, taken);
+    let proof = exhaust_unless_counted(proof, node, run, taken, run.counters.uncertain == 0).await?;
     let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
     if verdict == Verdict::AnotherPass && run.counters.uncertain == 0 {
         return another_pass(ctx, run, Phase::LocalMove, Some(&proof)).await;

@@ -2,16 +2,16 @@
 //! jobs are of it too), whose payload names its phase.
 //!
 //! ```text
-//!   execute ──▶ prepare ──▶ relay ──▶ relay ──▶ … ──▶ finish ──▶ Succeeded | Partial
+//!   execute ──▶ prepare ──▶ relay ──▶ relay ──▶ … ──▶ finish ──▶ Succeeded | Partial | Unproven
 //!               (staging     (one batch: §4.2 steps 0–6,           (staging empty and the
 //!                made and     then the next batch, paced)           selection exhausted:
 //!                verified)                                          staging removed)
 //!   return ──▶ return (settle in-doubt, broker move back, remove staging) ──▶ Returned
 //!
-//!   execute (source and target on one node) ──▶ local_move ──▶ local_move ──▶ … ──▶ Succeeded | Partial
+//!   execute (source and target on one node) ──▶ local_move ──▶ local_move ──▶ … ──▶ Succeeded | Partial | Unproven
 //!                                               (one chunk: the broker's own move, no staging, no relay)
 //!
-//!   execute (a copy) ──▶ copy_slice ──▶ copy_slice ──▶ … ──▶ copy_finish ──▶ Succeeded | Partial
+//!   execute (a copy) ──▶ copy_slice ──▶ copy_slice ──▶ … ──▶ copy_finish ──▶ Succeeded | Partial | Unproven
 //!                        (one browser, batches for a time slice;          (not copied counted,
 //!                         ledger and counters per batch)                   ledger removed)
 //! ```

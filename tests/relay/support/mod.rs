@@ -195,10 +195,20 @@ impl World {
     }
 
     async fn preview(&self, mode: Mode, source: QueueRef, target: QueueRef, selection: Selection) -> StoredPreview {
+        self.preview_with(mode, source, target, selection, &PreviewSettings::default()).await
+    }
+
+    /// Previews and stores a run with the preview's `settings`; asserts the preview refused nothing.
+    pub async fn preview_with(
+        &self,
+        mode: Mode,
+        source: QueueRef,
+        target: QueueRef,
+        selection: Selection,
+        settings: &PreviewSettings,
+    ) -> StoredPreview {
         let request = PreviewRequest { mode, source, target, selection, operator: "tester".into() };
-        let stored = preview_and_store(&self.pool, &request, &PreviewSettings::default(), Duration::from_secs(600))
-            .await
-            .unwrap();
+        let stored = preview_and_store(&self.pool, &request, settings, Duration::from_secs(600)).await.unwrap();
         Self::assert_not_refused(&stored);
         stored
     }
@@ -261,7 +271,7 @@ impl World {
                         .await
                         .unwrap();
                 if states.contains(&state.as_str()) {
-                    if matches!(state.as_str(), "succeeded" | "partial") {
+                    if matches!(state.as_str(), "succeeded" | "partial" | "unproven") {
                         assert_end_judged(&pool, run, &state).await;
                     }
                     return (state, serde_json::from_value(counters).unwrap());
@@ -289,9 +299,10 @@ impl World {
     }
 }
 
-/// Every transfer run that ends Succeeded or Partial judged its end against the source broker's counts (`end_proof`, issue
-/// 13): a Succeeded run's numbers account for what the broker counted at t0 (proven), or the counts could not say
-/// (a restart, a selection the broker could not count) — never a difference.
+/// Every transfer run that ends Succeeded, Partial or Unproven judged its end (`end_proof`, issues 13 and 27): a
+/// Succeeded run's end is proven — its numbers account for what the broker counted at t0, or, where no count could
+/// say (a restart, a selection too large to count), a full pass over the source found nothing left; an Unproven
+/// run's is not, and says so.
 async fn assert_end_judged(pool: &PgPool, run: uuid::Uuid, state: &str) {
     let transfer: bool = sqlx::query_scalar("SELECT plan IS NOT NULL FROM transfer_run WHERE id = $1")
         .bind(run)
@@ -309,13 +320,36 @@ async fn assert_end_judged(pool: &PgPool, run: uuid::Uuid, state: &str) {
             .await
             .unwrap();
     let last = proofs.last().unwrap_or_else(|| panic!("run {run} ended {state} without an end_proof event"));
-    if state == "succeeded" {
-        let words = last["words"].as_str().unwrap_or_default();
-        assert!(
-            last["proven"] == serde_json::json!(true) || words.starts_with("not proven by the broker's counts"),
-            "run {run} ended succeeded although its proof differs: {last}"
-        );
+    match state {
+        "succeeded" => {
+            assert_eq!(last["proven"], serde_json::json!(true), "run {run} ended succeeded unproven: {last}")
+        }
+        "unproven" => {
+            assert_eq!(last["proven"], serde_json::json!(false), "run {run} ended unproven but proven: {last}")
+        }
+        _ => {}
     }
+}
+
+/// A Core connection to `node` as the test bed's user.
+pub async fn connect(node: &Node) -> artemis_core::Connection {
+    let options = artemis_core::ConnectOptions::from_url(&node.core_url())
+        .unwrap()
+        .credentials(node.user.clone(), node.password.clone())
+        .connection_ttl(Duration::from_secs(10));
+    artemis_core::Connection::connect(&options).await.unwrap()
+}
+
+/// The run's proof of its end (its one `end_proof` event) says it is proven, not merely ended.
+pub async fn assert_proven(world: &World, run: uuid::Uuid) {
+    let proofs: Vec<serde_json::Value> =
+        sqlx::query_scalar("SELECT detail FROM run_event WHERE run_id = $1 AND kind = 'end_proof' ORDER BY id")
+            .bind(run)
+            .fetch_all(&world.pool)
+            .await
+            .unwrap();
+    assert_eq!(proofs.len(), 1, "{proofs:?}");
+    assert_eq!(proofs[0]["proven"], serde_json::json!(true), "{proofs:?}");
 }
 
 /// `cluster/node/queue` on the test bed.

@@ -1,0 +1,240 @@
+//! Filtered runs over a queue deeper than the broker's browse page (issue 27): the broker's `countMessages(filter)`
+//! scans one `management-browse-page-size` (200 by default), so a filter over a real backlog had no count at t0
+//! and its end no proof, yet said Succeeded. The preview now counts the frozen selection itself (a filtered Core
+//! browse of the source), so the run is proven by the counts at its end — judged here by a census of payload ids,
+//! the run's own numbers equal to it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+use testbed::jolokia::Jolokia;
+use testbed::{unique_name, Node, TestBed};
+
+use crate::support::{assert_accounting, assert_proven, census, connect, create_queue, queue_ref, Census, World};
+use artemis_transfer::broker::count::CountLimit;
+use artemis_transfer::transfer::relay::state::Counters;
+use artemis_transfer::transfer::service::StoredPreview;
+use artemis_transfer::transfer::{Mode, PreviewSettings, Selection};
+
+const RUN_LIMIT: Duration = Duration::from_secs(240);
+
+/// How deep the source is: 25 browse pages of the default 200.
+const DEPTH: u32 = 5_000;
+
+/// The user's filter of every test here.
+const FILTER: &str = "grp = 'match'";
+
+/// Whether message `i` matches [`FILTER`]: one in seven, spread over the whole queue (most beyond the first page).
+fn matches(i: u32) -> bool {
+    i % 7 == 3
+}
+
+/// Sends durable text messages `<prefix><i>` for `i` in `range` to `queue`, stamped now, each with `grp` =
+/// `'match'` where [`matches`] says so (else `'other'`), in transactions of 500.
+async fn send_grouped(node: &Node, queue: &str, prefix: &str, range: std::ops::Range<u32>) {
+    use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
+    let conn = connect(node).await;
+    let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
+    let producer = session.producer(None);
+    for i in range {
+        let mut headers = MessageHeaders {
+            address: Some(format!("{queue}::{queue}").as_str().into()),
+            durable: true,
+            timestamp: chrono::Utc::now().timestamp_millis(),
+            user_id: Some(artemis_core::message::new_user_id()),
+            priority: 4,
+            ..MessageHeaders::default()
+        };
+        headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
+        headers.properties.insert("payload_id", PropertyValue::String(format!("{prefix}{i}").as_str().into()));
+        let group = if matches(i) { "match" } else { "other" };
+        headers.properties.insert("grp", PropertyValue::String(group.into()));
+        producer.send(&CoreMessage { headers, body: vec![b'x'; 256].into() }).await.unwrap();
+        if i % 500 == 499 {
+            session.commit().await.unwrap();
+        }
+    }
+    session.commit().await.unwrap();
+    let _ = conn.close().await;
+}
+
+/// A deep source queue on east-1 and an empty target (on west-1, or on east-1 for a move on one node); the payload
+/// ids of the messages the filter selects.
+async fn deep_queues(label: &str, target_node: &str) -> (String, String, Vec<String>) {
+    let bed = TestBed::get();
+    let source = unique_name(&format!("{label}_src"));
+    let target = unique_name(&format!("{label}_dst"));
+    create_queue(bed.node("east-1"), &source).await;
+    create_queue(bed.node(target_node), &target).await;
+    let prefix = format!("{label}-");
+    send_grouped(bed.node("east-1"), &source, &prefix, 0..DEPTH).await;
+    let selected = (0..DEPTH).filter(|i| matches(*i)).map(|i| format!("{prefix}{i}")).collect();
+    (source, target, selected)
+}
+
+/// Each of `expected` exactly once in `seen`, and nothing else of the prefix.
+fn assert_each_once(expected: &[String], seen: &BTreeMap<String, usize>, what: &str) {
+    let missing = expected.iter().filter(|id| !seen.contains_key(*id)).count();
+    let doubled: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
+    let extra = seen.keys().filter(|id| !expected.contains(id)).count();
+    assert!(
+        missing == 0 && doubled.is_empty() && extra == 0,
+        "{what}: {missing} of {} missing, doubled {doubled:?}, {extra} not selected",
+        expected.len()
+    );
+}
+
+async fn clean_up(node: &Node, queue: &str) {
+    let _ = Jolokia::new(node).destroy_queue(queue).await;
+}
+
+/// Runs the stored preview to its end with one worker and returns the run's state and counters.
+async fn run_to_end(world: &mut World, stored: &StoredPreview) -> (String, Counters) {
+    world.spawn_worker("w1", &[]).await;
+    world.execute(stored).await;
+    world.wait_run(stored.run_id, &["succeeded", "partial", "unproven"], RUN_LIMIT).await
+}
+
+/// A filtered run of `mode` from a deep queue on east-1 to `target_node`: the preview counts the selection exactly,
+/// the run ends Succeeded and proven by the counts, and its numbers are the census.
+async fn a_filtered_run_is_counted_and_proven(label: &str, mode: Mode, target_node: &str) {
+    let bed = TestBed::require().await;
+    let (east, to) = (bed.node("east-1"), bed.node(target_node));
+    let cluster = if target_node.starts_with("east") { "east" } else { "west" };
+    let (source, target, selected) = deep_queues(label, target_node).await;
+    let mut world = World::new(label, &[("batch_size", json!(100))]).await;
+    let stored = world
+        .preview_with(
+            mode,
+            queue_ref("east", "east-1", &source),
+            queue_ref(cluster, target_node, &target),
+            Selection::Filter(FILTER.into()),
+            &PreviewSettings::default(),
+        )
+        .await;
+    assert_eq!(stored.preview.selection_size, Some(selected.len() as i64), "{:#?}", stored.preview);
+
+    let (state, counters) = run_to_end(&mut world, &stored).await;
+    let on_target = census(to, &target).await;
+    let on_source = census(east, &source).await;
+    assert_each_once(&selected, &on_target, "the target");
+    let kept = match mode {
+        Mode::Move => DEPTH as usize - selected.len(),
+        Mode::Copy => DEPTH as usize,
+    };
+    assert_eq!(on_source.len(), kept, "the source holds what the run left");
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    assert!(proof_words(&world, stored.run_id).await.starts_with("the source broker's counts account"));
+    assert_eq!(counters.selected, Some(selected.len() as i64), "{counters:?}");
+    let judged = match mode {
+        Mode::Move => Census::moved(&selected, &on_target, &on_source),
+        Mode::Copy => Census::copied(&selected, &on_target, &on_source),
+    };
+    assert_accounting(&counters, &judged);
+    clean_up(east, &source).await;
+    clean_up(to, &target).await;
+}
+
+#[tokio::test]
+async fn a_filtered_move_of_a_deep_queue_is_counted_at_t0_and_proven() {
+    a_filtered_run_is_counted_and_proven("deep_move", Mode::Move, "west-1").await;
+}
+
+#[tokio::test]
+async fn a_filtered_copy_of_a_deep_queue_is_counted_at_t0_and_proven() {
+    a_filtered_run_is_counted_and_proven("deep_copy", Mode::Copy, "west-1").await;
+}
+
+#[tokio::test]
+async fn a_filtered_move_on_one_node_of_a_deep_queue_is_counted_at_t0_and_proven() {
+    a_filtered_run_is_counted_and_proven("deep_local", Mode::Move, "east-1").await;
+}
+
+/// The preview's proof words of the run, from its `end_proof` event.
+async fn proof_words(world: &World, run: uuid::Uuid) -> String {
+    let proof: serde_json::Value =
+        sqlx::query_scalar("SELECT detail FROM run_event WHERE run_id = $1 AND kind = 'end_proof' ORDER BY id DESC")
+            .bind(run)
+            .fetch_one(&world.pool)
+            .await
+            .unwrap();
+    proof["words"].as_str().unwrap_or_default().to_string()
+}
+
+/// A selection larger than the preview counts ("more than N"): the run's end is proven by exhaustion — a full pass
+/// over the source finds nothing left the frozen filter matches — and it says Succeeded only so.
+#[tokio::test]
+async fn a_filtered_move_larger_than_the_preview_counts_is_proven_by_exhaustion() {
+    let bed = TestBed::require().await;
+    let (east, west) = (bed.node("east-1"), bed.node("west-1"));
+    let (source, target, selected) = deep_queues("deep_more", "west-1").await;
+    let mut world = World::new("deep_more", &[("batch_size", json!(100))]).await;
+    let limit = CountLimit { messages: 100, time: Duration::from_secs(20) };
+    let settings = PreviewSettings { count_limit: limit, ..PreviewSettings::default() };
+    let stored = world
+        .preview_with(
+            Mode::Move,
+            queue_ref("east", "east-1", &source),
+            queue_ref("west", "west-1", &target),
+            Selection::Filter(FILTER.into()),
+            &settings,
+        )
+        .await;
+    let p = &stored.preview;
+    assert_eq!((p.selection_size, p.selection_at_least), (None, Some(100)), "{p:#?}");
+    assert!(p.needs_cap_override && p.needs_typed_confirmation, "{p:#?}");
+    let size = p.findings.iter().find(|f| f.code == "selection-size").expect("a selection-size finding");
+    assert!(size.words.starts_with("More than 100 messages match the filter"), "{}", size.words);
+
+    let (state, counters) = run_to_end(&mut world, &stored).await;
+    let on_target = census(west, &target).await;
+    let on_source = census(east, &source).await;
+    assert_each_once(&selected, &on_target, "the target");
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    let words = proof_words(&world, stored.run_id).await;
+    assert!(words.starts_with("proven by exhaustion"), "{words}");
+    assert_eq!(counters.selected, None, "{counters:?}");
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &on_source).size_unknown());
+    clean_up(east, &source).await;
+    clean_up(west, &target).await;
+}
+
+/// Matching messages a producer sends after t0 are outside the frozen selection: the run does not take them, it
+/// ends, and its proof holds (what arrived after t0 is allowed for, never counted as the run's).
+#[tokio::test]
+async fn a_filtered_move_of_a_deep_queue_ends_proven_beside_a_producer_of_matching_messages() {
+    let bed = TestBed::require().await;
+    let (east, west) = (bed.node("east-1"), bed.node("west-1"));
+    let (source, target, selected) = deep_queues("deep_live", "west-1").await;
+    let mut world = World::new("deep_live", &[("batch_size", json!(50)), ("messages_per_second", json!(400.0))]).await;
+    let stored = world
+        .preview_move(
+            queue_ref("east", "east-1", &source),
+            queue_ref("west", "west-1", &target),
+            Selection::Filter(FILTER.into()),
+        )
+        .await;
+    assert_eq!(stored.preview.selection_size, Some(selected.len() as i64), "{:#?}", stored.preview);
+    // Stamped after t0 by this host's clock, which the test bed's broker shares.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    world.spawn_worker("w1", &[]).await;
+    world.execute(&stored).await;
+    let late_prefix = "deep_live_late-";
+    send_grouped(east, &source, late_prefix, 0..700).await;
+    let late: Vec<String> = (0..700).filter(|i| matches(*i)).map(|i| format!("{late_prefix}{i}")).collect();
+    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial", "unproven"], RUN_LIMIT).await;
+
+    let on_target = census(west, &target).await;
+    let on_source = census(east, &source).await;
+    assert_each_once(&selected, &on_target, "the target");
+    assert!(late.iter().all(|id| on_source.get(id) == Some(&1)), "a message sent after t0 left the source");
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&world, stored.run_id).await;
+    assert_eq!(counters.selected, Some(selected.len() as i64), "{counters:?}");
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &on_source));
+    clean_up(east, &source).await;
+    clean_up(west, &target).await;
+}
