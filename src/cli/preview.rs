@@ -170,7 +170,11 @@ pub fn render(stored: &StoredPreview, now: DateTime<Utc>) -> String {
     s += &format!(
         "  projected    {}\n",
         match p.projected_bytes {
-            Some(b) => format!("{} on the target (the selection × the source queue's average message size)", bytes(b)),
+            Some(b) => format!(
+                "{} on the target (the selection × the source queue's average persistent size per message, headers \
+                 and properties included; a run counts the body bytes it delivers)",
+                bytes(b)
+            ),
             None => "unknown (it takes the selection's size and the source queue's average message size)".to_string(),
         }
     );

@@ -200,16 +200,16 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
                 writeln!(out).map_err(CliError::Output)?;
                 return Ok(ExitCode::SUCCESS);
             }
-            writeln!(out, "{:<36}  {:<11}  {:<4}  {:>15}  FROM → TO", "RUN", "STATE", "MODE", "DELIVERED")
+            writeln!(out, "{:<36}  {:<19}  {:<4}  {:>15}  FROM → TO", "RUN", "STATE", "MODE", "DELIVERED")
                 .map_err(CliError::Output)?;
             for l in lines {
                 let c: Counters = serde_json::from_value(l.counters.clone()).unwrap_or_default();
                 let of = c.selected.map_or("?".to_string(), |s| s.to_string());
                 writeln!(
                     out,
-                    "{:<36}  {:<11}  {:<4}  {:>15}  {} → {}",
+                    "{:<36}  {:<19}  {:<4}  {:>15}  {} → {}",
                     l.id,
-                    l.state,
+                    if l.refused { format!("{}, refused", l.state) } else { l.state.to_string() },
                     l.mode.as_deref().unwrap_or("-"),
                     format!("{}/{of}", c.delivered),
                     view::end(&l.source_cluster, &l.source_node, &l.source_queue),
@@ -231,12 +231,21 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
     Ok(ExitCode::SUCCESS)
 }
 
+/// A run's state as a list or a view shows it: a Previewed run its preview refused says so.
+fn state_words(state: RunState, refused: bool) -> String {
+    if refused {
+        format!("{state}, refused (it cannot run: fix what its preview lists, then preview again)")
+    } else {
+        state.to_string()
+    }
+}
+
 /// A run's view in words (`runs show`, and `watch` once the run ends).
 pub fn show(v: &view::RunView) -> String {
     let mut w = String::new();
     let mut line = |k: &str, val: &str| w.push_str(&format!("{k:<11}{val}\n"));
     line("run", &v.id.to_string());
-    line("state", v.state.as_str());
+    line("state", &state_words(v.state, v.refused));
     line("mode", v.mode.as_deref().unwrap_or("-"));
     line("from", &v.from);
     line("to", &v.to);
@@ -245,7 +254,7 @@ pub fn show(v: &view::RunView) -> String {
         let eta = v.eta_secs.map(|s| format!(", ETA {s:.0} s")).unwrap_or_default();
         line("rate", &format!("{rate:.0} msg/s{eta}"));
     }
-    w.push_str(&summary(&v.counters));
+    w.push_str(&summary(&v.selected_words, &v.counters));
     w.push('\n');
     if v.pipeline.in_doubt > 0 {
         w.push_str(&format!(
@@ -273,11 +282,10 @@ pub fn show(v: &view::RunView) -> String {
     w
 }
 
-/// The counters in words.
-pub fn summary(c: &Counters) -> String {
-    let selected = c.selected.map_or("unknown until the end".to_string(), |s| s.to_string());
+/// The counters in words, with what was `selected` in words (`view::selected_words`).
+pub fn summary(selected: &str, c: &Counters) -> String {
     let mut words = format!(
-        "selected   {selected}\ndelivered  {} ({} bytes, {} batches)\nnot taken  {} (in delivery {}, scheduled {}, gone {}, left by a return {})\n\
+        "selected   {selected}\ndelivered  {} ({} body bytes, {} batches)\nnot taken  {} (in delivery {}, scheduled {}, gone {}, left by a return {})\n\
          to a DMQ   {}{}\nreturned   {}",
         c.delivered,
         c.delivered_bytes,

@@ -279,6 +279,9 @@ fn source_count(facts: &Facts) -> Option<SourceCount> {
 
 /// `count × (source PersistentSize ÷ source MessageCount)`.
 fn projected_bytes(facts: &Facts, count: Option<i64>) -> Option<i64> {
+    if count == Some(0) {
+        return Some(0);
+    }
     let state = facts.source.queue.state()?;
     let (size, depth) = (state.persistent_size?, state.message_count?);
     if depth <= 0 {
@@ -313,6 +316,9 @@ fn notes(plan: &Plan, facts: &Facts, size: Size) -> Vec<String> {
                  delivery): a browser cannot see them, so a copy leaves them and reports them as not copied."
             ),
         });
+    }
+    if size == Size::Exact(0) {
+        notes.push("Nothing is selected at t0: the run would take nothing, and end at once.".into());
     }
     notes.push(end_proof_note(size));
     notes

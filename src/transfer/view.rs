@@ -56,9 +56,14 @@ pub struct RunView {
     pub id: Uuid,
     /// Its state.
     pub state: RunState,
+    /// A Previewed run its preview refused: it can never be executed.
+    pub refused: bool,
     /// `move` or `copy`.
     #[schema(value_type = Option<Mode>)]
     pub mode: Option<String>,
+    /// How many messages are selected, in words: the count at t0 (the preview's, before the run starts), "more than
+    /// N" for a selection larger than the preview counts, or why it is not known.
+    pub selected_words: String,
     /// `cluster/node/queue` of the source.
     pub from: String,
     /// `cluster/node/queue` of the target.
@@ -118,7 +123,9 @@ impl RunView {
         RunView {
             id: record.id,
             state: record.state,
+            refused: record.refused,
             mode: record.mode.clone(),
+            selected_words: selected_words(record, &c),
             from: end(&record.source_cluster, &record.source_node, &record.source_queue),
             to: end(&record.target_cluster, &record.target_node, &record.target_queue),
             started_by: record.started_by.clone(),
@@ -134,6 +141,19 @@ impl RunView {
             counters: c,
             events,
         }
+    }
+}
+
+/// How many messages `record` selected, in words (see [`RunView::selected_words`]).
+pub fn selected_words(record: &RunRecord, c: &Counters) -> String {
+    match (c.selected.or(record.previewed_size), record.previewed_at_least) {
+        (Some(n), _) if record.state == RunState::Previewed => format!("{n} (counted by the preview at t0)"),
+        (Some(n), _) => n.to_string(),
+        (None, Some(n)) => format!(
+            "more than {n} (more than the preview counts: the end is proven by a full pass over the source, not by the \
+             count)"
+        ),
+        (None, None) => "not known (the preview could not count the selection)".to_string(),
     }
 }
 
@@ -350,7 +370,24 @@ mod tests {
             executed_at: Some(t0),
             ended_at: None,
             staging_queue: Some("studio.transfer.x".into()),
+            refused: false,
+            previewed_size: None,
+            previewed_at_least: None,
         }
+    }
+
+    #[test]
+    fn what_a_run_selected_is_said_from_the_count_at_t0_before_and_after_it_runs() {
+        let mut r = record("previewed", json!({}), json!({}));
+        r.previewed_size = Some(200);
+        assert_eq!(RunView::build(&r, vec![], at(1)).selected_words, "200 (counted by the preview at t0)");
+        let r = record("running", json!({ "selected": 200 }), json!({}));
+        assert_eq!(RunView::build(&r, vec![], at(1)).selected_words, "200");
+        let mut r = record("unproven", json!({}), json!({}));
+        r.previewed_at_least = Some(100_000);
+        assert!(RunView::build(&r, vec![], at(1)).selected_words.starts_with("more than 100000"));
+        let r = record("running", json!({}), json!({}));
+        assert_eq!(RunView::build(&r, vec![], at(1)).selected_words, "not known (the preview could not count the selection)");
     }
 
     fn at(secs: i64) -> DateTime<Utc> {

@@ -3,7 +3,12 @@
 -- $3 may see; after the run made at $4 with id $5 in that order (the keyset of the next page); from or to
 -- cluster $6; started by $7; made at or after $8 and before $9. The columns of view::RunRecord.
 SELECT id, state, mode, source_cluster, source_node, source_queue, target_cluster, target_node, target_queue,
-       counters, relay, stop_reason, last_error, started_by, created_at, executed_at, ended_at, staging_queue
+       counters, relay, stop_reason, last_error, started_by, created_at, executed_at, ended_at, staging_queue,
+       (state = 'previewed' AND EXISTS (
+           SELECT 1 FROM jsonb_array_elements(coalesce(preview->'findings', '[]'::jsonb)) f
+           WHERE f->>'kind' = 'refused')) AS refused,
+       (preview->>'selection_size')::bigint AS previewed_size,
+       (preview->>'selection_at_least')::bigint AS previewed_at_least
 FROM transfer_run
 WHERE ($2::text IS NULL OR state = $2)
   AND ($3::text IS NULL OR (transfer_can_see($3, source_cluster) AND transfer_can_see($3, target_cluster)))

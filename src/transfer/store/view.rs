@@ -56,6 +56,12 @@ pub struct RunRecord {
     pub ended_at: Option<DateTime<Utc>>,
     /// Its staging queue on the source node, once made.
     pub staging_queue: Option<String>,
+    /// A Previewed run its preview refused: it can never be executed (fix what the preview lists, preview again).
+    pub refused: bool,
+    /// How many messages the preview counted in the selection, when it could.
+    pub previewed_size: Option<i64>,
+    /// For a selection larger than the preview counts: at least this many ("more than N").
+    pub previewed_at_least: Option<i64>,
 }
 
 /// Which runs [`crate::transfer::view::lines`] lists.
