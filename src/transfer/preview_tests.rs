@@ -509,10 +509,7 @@ fn every_code_is_documented() {
     // And the other way: every code the tables of findings list (from `## Refused` on, the first column) is one the
     // code can emit, so the page never describes a finding that no longer exists.
     let tables = &doc[doc.find("## Refused").expect("a Refused section")..];
-    let documented: Vec<&str> = tables
-        .lines()
-        .filter_map(|line| line.strip_prefix("| `")?.split('`').next())
-        .collect();
+    let documented: Vec<&str> = tables.lines().filter_map(|line| line.strip_prefix("| `")?.split('`').next()).collect();
     assert!(documented.len() > 40, "found only {documented:?}");
     for code in documented {
         assert!(codes.contains(&code), "docs/findings.md lists `{code}`, which no code emits");

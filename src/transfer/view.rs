@@ -387,7 +387,10 @@ mod tests {
         r.previewed_at_least = Some(100_000);
         assert!(RunView::build(&r, vec![], at(1)).selected_words.starts_with("more than 100000"));
         let r = record("running", json!({}), json!({}));
-        assert_eq!(RunView::build(&r, vec![], at(1)).selected_words, "not known (the preview could not count the selection)");
+        assert_eq!(
+            RunView::build(&r, vec![], at(1)).selected_words,
+            "not known (the preview could not count the selection)"
+        );
     }
 
     fn at(secs: i64) -> DateTime<Utc> {

@@ -238,3 +238,73 @@ async fn a_filtered_move_of_a_deep_queue_ends_proven_beside_a_producer_of_matchi
     clean_up(east, &source).await;
     clean_up(west, &target).await;
 }
+
+/// Sends one durable matching message `payload` to `queue`, stamped `timestamp` (a producer whose clock is slow).
+async fn send_stamped(node: &Node, queue: &str, payload: &str, timestamp: i64) {
+    use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
+    let conn = connect(node).await;
+    let session = conn.create_session(artemis_core::SessionOptions::auto_commit()).await.unwrap();
+    let mut headers = MessageHeaders {
+        address: Some(format!("{queue}::{queue}").as_str().into()),
+        durable: true,
+        timestamp,
+        user_id: Some(artemis_core::message::new_user_id()),
+        priority: 4,
+        ..MessageHeaders::default()
+    };
+    headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
+    headers.properties.insert("payload_id", PropertyValue::String(payload.into()));
+    headers.properties.insert("grp", PropertyValue::String("match".into()));
+    session.producer(None).send(&CoreMessage { headers, body: b"late".to_vec().into() }).await.unwrap();
+    let _ = conn.close().await;
+}
+
+/// The end's pass over the source is real: a message of the frozen selection (stamped before t0 by a slow clock)
+/// that arrives after the last refill, at the tail of a queue deeper than the broker's filtered count scans, is
+/// found by it — and the run goes over the source again and takes it, rather than saying Succeeded beside it.
+#[tokio::test]
+async fn the_pass_that_proves_an_uncounted_end_finds_what_arrived_after_the_last_refill() {
+    let bed = TestBed::require().await;
+    let (east, west) = (bed.node("east-1"), bed.node("west-1"));
+    let (source, target, mut selected) = deep_queues("deep_late", "west-1").await;
+    let mut world = World::new("deep_late", &[("batch_size", json!(100))]).await;
+    let settings = PreviewSettings {
+        count_limit: CountLimit { messages: 100, time: Duration::from_secs(20) },
+        ..PreviewSettings::default()
+    };
+    let stored = world
+        .preview_with(
+            Mode::Move,
+            queue_ref("east", "east-1", &source),
+            queue_ref("west", "west-1", &target),
+            Selection::Filter(FILTER.into()),
+            &settings,
+        )
+        .await;
+    assert_eq!(stored.preview.selection_at_least, Some(100), "{:#?}", stored.preview);
+    world.spawn_worker("w1", &[("ARTEMIS_TRANSFER_FAULT_PAUSE", "finish:6000")]).await;
+    world.execute(&stored).await;
+    let log = world.log_dir.join("worker-w1.log");
+    crate::support::wait_for("the worker paused at its finish", RUN_LIMIT, || async {
+        std::fs::read_to_string(&log).ok().filter(|l| l.contains("at step finish")).map(|_| ())
+    })
+    .await;
+    send_stamped(east, &source, "deep_late-slow-clock", stored.plan.t0_millis - 1_000).await;
+    selected.push("deep_late-slow-clock".into());
+
+    let (state, counters) = world.wait_run(stored.run_id, &["succeeded", "partial", "unproven"], RUN_LIMIT).await;
+    let on_target = census(west, &target).await;
+    let on_source = census(east, &source).await;
+    assert_each_once(&selected, &on_target, "the target");
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert!(proof_words(&world, stored.run_id).await.starts_with("proven by exhaustion"));
+    let passes: i64 = sqlx::query_scalar("SELECT count(*) FROM run_event WHERE run_id = $1 AND kind = 'another_pass'")
+        .bind(stored.run_id)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    assert!(passes >= 1, "the message was taken without the end's pass finding it");
+    assert_accounting(&counters, &Census::moved(&selected, &on_target, &on_source).size_unknown());
+    clean_up(east, &source).await;
+    clean_up(west, &target).await;
+}

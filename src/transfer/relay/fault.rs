@@ -23,7 +23,9 @@
 //!
 //! A third, for a window one round trip wide: `ARTEMIS_TRANSFER_FAULT_PAUSE=<step>:<milliseconds>` makes the worker
 //! wait that long the first time it passes `step` (one of [`PAUSE_STEPS`]), so a test can change the target there:
-//! `target-committed` is just after a batch's target commit, before the look at the target queue after it.
+//! `target-committed` is just after a batch's target commit, before the look at the target queue after it;
+//! `finish` is at the start of a move's finish, once staging is found empty, before what is left on the source is
+//! counted.
 
 #[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -40,7 +42,7 @@ pub const REFUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_REFUSE";
 pub const PAUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_PAUSE";
 
 /// The steps [`PAUSE_VAR`] can name.
-pub const PAUSE_STEPS: &[&str] = &["target-committed"];
+pub const PAUSE_STEPS: &[&str] = &["target-committed", "finish"];
 
 /// The steps a fault can name.
 pub const STEPS: &[&str] = &[

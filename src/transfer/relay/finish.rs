@@ -69,6 +69,7 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     }
     let _ = conn.close().await;
 
+    fault::pause("finish").await;
     let source_mbean = source_queue_mbean(&source, &run);
     let staged = run.counters.staged;
     if let Left::Reappeared = count_not_taken(&source, &source_mbean, &mut run, staged).await? {
@@ -78,9 +79,10 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     let proof = prove_end(&run, now, staged);
     let taken_accounted = run.relay.in_doubt.is_empty()
         && staged == run.counters.delivered + run.counters.dead_lettered + run.counters.returned;
-    let proof = exhaust_unless_counted(proof, &source, &run, staged, taken_accounted).await?;
-    // A move's last pass is its refills finding nothing more: the broker's own scan of the whole queue.
-    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
+    let (proof, nothing_left) = exhaust_unless_counted(proof, &source, &run, staged, taken_accounted).await?;
+    // A move's last pass is its refills finding nothing more (the broker's own scan of the whole queue), unless the
+    // pass over the source that looked for anything left found something.
+    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, nothing_left);
     if verdict == Verdict::AnotherPass {
         return another_pass(ctx, &mut run, Phase::Relay, Some(&proof)).await;
     }
@@ -156,19 +158,20 @@ const EXHAUSTION_PASS_LIMIT: CountLimit = CountLimit { messages: 1, time: std::t
 /// The proof of a move's end (`proof`, from the counts), or — where the counts cannot prove it — the proof by
 /// exhaustion (`proof::by_exhaustion`): a Core browse of the source with the frozen filter (for a whole queue, its
 /// stamped part: the count at t0 takes the rest) finds nothing, and `taken_accounted`. `taken` is what the run took
-/// out of the source.
+/// out of the source. With it, whether that pass found nothing left (true when it was not needed: the refills'
+/// own last scan found nothing); a message it found sends the run over the source again.
 pub(crate) async fn exhaust_unless_counted(
     proof: Proof,
     source: &NodeAccess,
     run: &TransferRun,
     taken: i64,
     taken_accounted: bool,
-) -> Result<Proof, RelayError> {
+) -> Result<(Proof, bool), RelayError> {
     if !matches!(proof, Proof::Unknowable(_)) {
-        return Ok(proof);
+        return Ok((proof, true));
     }
     let Some(effective) = run.plan.effective_filter() else {
-        return Ok(proof);
+        return Ok((proof, true));
     };
     let filter = match whole_queue_left(run, taken) {
         Some(0) => stamped_part(&effective),
@@ -177,8 +180,11 @@ pub(crate) async fn exhaust_unless_counted(
     let conn = source.connect(std::time::Duration::from_secs(30)).await?;
     let left = count_matching(&conn, &run.plan.source.queue, Some(&filter), EXHAUSTION_PASS_LIMIT).await;
     let _ = conn.close().await;
-    let nothing_left = Some(left?.is_none_left());
-    Ok(proof::by_exhaustion(proof, proof::Exhaustion { nothing_left, taken_accounted }))
+    let nothing_left = left?.is_none_left();
+    Ok((
+        proof::by_exhaustion(proof, proof::Exhaustion { nothing_left: Some(nothing_left), taken_accounted }),
+        nothing_left,
+    ))
 }
 
 /// Ends `run` in `tx` (which the caller may have written in already): its counters (with what the proof found

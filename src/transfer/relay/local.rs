@@ -425,8 +425,8 @@ async fn finish(
     // What the broker moved out of the source: every delivered message, and up to `uncertain` more.
     let taken = run.counters.delivered + run.counters.uncertain;
     let proof = prove_end(run, now, taken);
-    let proof = exhaust_unless_counted(proof, node, run, taken, run.counters.uncertain == 0).await?;
-    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, true);
+    let (proof, nothing_left) = exhaust_unless_counted(proof, node, run, taken, run.counters.uncertain == 0).await?;
+    let verdict = proof::verdict(&proof, run.relay.finish_rechecks, nothing_left);
     if verdict == Verdict::AnotherPass && run.counters.uncertain == 0 {
         return another_pass(ctx, run, Phase::LocalMove, Some(&proof)).await;
     }
