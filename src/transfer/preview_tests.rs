@@ -564,6 +564,18 @@ fn selection_size_rules() {
     assert!(size.words.starts_with("More than 100000 messages match the filter"), "{}", size.words);
     assert!(p.notes.iter().any(|n| n.contains("proven by exhaustion")), "{:#?}", p.notes);
     facts.browsed = None;
+    // An empty selection is a number too: 0 bytes projected, and the preview says the run would do nothing.
+    facts.browsed = Some(Counted::Exact(0));
+    let p = preview(&plan(Mode::Move, Selection::Filter("x > 1".into())), &facts, &s);
+    assert_eq!((p.selection_size, p.projected_bytes), (Some(0), Some(0)));
+    assert!(p.notes.iter().any(|n| n.starts_with("Nothing is selected at t0")), "{:#?}", p.notes);
+    facts.browsed = None;
+    // A missing source queue is said once, by its own finding: no selection-size finding beside it.
+    let mut missing = facts.clone();
+    missing.source.queue.queue = Some(None);
+    let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &missing, &s);
+    assert!(p.findings.iter().any(|f| f.code == "source-queue-missing"), "{:#?}", p.findings);
+    assert!(!p.findings.iter().any(|f| f.code == "selection-size"), "{:#?}", p.findings);
     // The browse page size comes from the source address settings.
     facts.source.queue.settings = Some(settings(json!({"managementBrowsePageSize": 1000})));
     let p = preview(&plan(Mode::Copy, Selection::Filter("x > 1".into())), &facts, &s);

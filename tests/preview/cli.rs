@@ -240,6 +240,19 @@ async fn a_preview_prints_its_findings_for_a_new_user() {
     assert_eq!(row.get::<String, _>("plan_hash"), stored["plan_hash"].as_str().unwrap());
     assert_eq!(row.get::<String, _>("mode"), "copy");
 
+    // Wherever runs are listed or shown, the refused preview says it is refused, and what each selected is the
+    // preview's count (issue 27).
+    let listed = cli.run(&["runs", "list"]).await;
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.iter().filter(|l| l.contains("previewed, refused")).count(), 1, "{}", listed.stdout);
+    assert_eq!(lines.iter().filter(|l| l.contains("previewed ")).count(), 2, "{}", listed.stdout);
+    let shown = cli.run(&["runs", "show", stored["run_id"].as_str().unwrap()]).await;
+    assert!(shown.stdout.contains("state      previewed\n"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("selected   4 (counted by the preview at t0)"), "{}", shown.stdout);
+    let listed_json = cli.run(&["runs", "list", "--json"]).await.json();
+    let refused_runs = listed_json.as_array().unwrap().iter().filter(|r| r["refused"] == true).count();
+    assert_eq!(refused_runs, 1, "{listed_json}");
+
     west.destroy_queue(&dropping).await.unwrap();
     west.remove_address_settings(&dropping).await.unwrap();
     west.destroy_queue(&last_value).await.unwrap();
