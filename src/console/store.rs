@@ -1,4 +1,4 @@
-//! The console's own statements (`src/console/sql`): its sessions (migration 0014, ADR 0014).
+//! The console's own statements (`src/console/sql`): its sessions (migration 0015, ADR 0014).
 
 use sqlx::PgExecutor;
 
