@@ -24,7 +24,7 @@ mod store;
 
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -94,7 +94,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/runs/{run}/{action}", post(pages::act))
         .route("/console/assets/{name}", get(assets::serve))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), same_origin_posts))
+        .layer(axum::middleware::from_fn(same_origin_posts))
         .layer(axum::middleware::from_fn(security_headers))
         .layer(axum::middleware::from_fn_with_state(api, crate::api::request::deadline))
         .layer(axum::middleware::from_fn(crate::api::request::around))
@@ -125,7 +125,7 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
 /// `Origin` whose host is the `Host` asked for (browsers send no Fetch Metadata to plain-HTTP addresses other than
 /// localhost). Neither: refused, since a request that cannot be shown to be ours is not served. The form token
 /// each handler checks is the second lock ([`session::Session::check_form_token`]).
-pub async fn same_origin_posts(State(_): State<ConsoleState>, request: Request, next: Next) -> Response {
+pub async fn same_origin_posts(request: Request, next: Next) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(request).await;
     }

@@ -303,3 +303,18 @@ async fn sign_in_refuses_an_unknown_token_and_sessions_end_with_their_token() {
     let id = cookie.split_once('=').unwrap().1;
     assert!(!id.is_empty());
 }
+
+#[tokio::test]
+async fn sign_ins_with_unknown_tokens_are_limited_like_the_apis_unknown_callers() {
+    let mut world = ConsoleWorld::new("console_sign_in_limit").await;
+    let rate = artemis_transfer::api::limit::Rate { per_second: 0.01, burst: 2 };
+    world.api.limits = artemis_transfer::api::limit::Limits::new(rate, rate);
+    let app = world.app();
+    let guess = "token=made-up-token-0123456789abcdef&operator=alice";
+    for _ in 0..2 {
+        assert_eq!(send(&app, post("/console/sign-in", None, guess, &[])).await.status, StatusCode::UNAUTHORIZED);
+    }
+    let limited = send(&app, post("/console/sign-in", None, guess, &[])).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.body);
+    assert!(limited.body.contains("Too many sign-ins"), "{}", limited.body);
+}
