@@ -318,3 +318,24 @@ async fn sign_ins_with_unknown_tokens_are_limited_like_the_apis_unknown_callers(
     assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.body);
     assert!(limited.body.contains("Too many sign-ins"), "{}", limited.body);
 }
+
+#[tokio::test]
+async fn under_tls_the_session_cookie_is_secure_and_host_only() {
+    let world = ConsoleWorld::new("console_tls_cookie").await;
+    let app = world.app_over(true);
+    let form = format!("token={}&operator={ADMIN}", encoded(TOKEN));
+    let answer = send(&app, post("/console/sign-in", None, &form, &[])).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let set = answer.header("set-cookie");
+    assert!(set.starts_with("__Host-at_console="), "{set}");
+    for attribute in ["; HttpOnly", "; SameSite=Strict", "; Path=/", "; Secure"] {
+        assert!(set.contains(attribute), "{attribute}: {set}");
+    }
+    assert!(!set.contains("Domain"), "host-only: {set}");
+    // The plain-HTTP name is not read under TLS.
+    let id = set.split(';').next().unwrap().split_once('=').unwrap().1;
+    let plain = send(&app, get("/console/", Some(&format!("at_console={id}")))).await;
+    assert_eq!((plain.status, plain.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
+    let secure = send(&app, get("/console/", Some(&format!("__Host-at_console={id}")))).await;
+    assert_eq!(secure.status, StatusCode::OK, "{}", secure.body);
+}

@@ -65,7 +65,12 @@ impl ConsoleWorld {
 
     /// The app `serve` runs: the console beside the API.
     pub fn app(&self) -> axum::Router {
-        let console = console::router(ConsoleState::new(self.api.clone(), false));
+        self.app_over(false)
+    }
+
+    /// [`ConsoleWorld::app`] as `serve` has it over TLS (`tls`) or plain HTTP.
+    pub fn app_over(&self, tls: bool) -> axum::Router {
+        let console = console::router(ConsoleState::new(self.api.clone(), tls));
         console.merge(artemis_transfer::api::router(self.api.clone()))
     }
 
