@@ -5,7 +5,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `cli`, `api`, `worker` | edges: the command line, the HTTP API, the worker process |
+//! | `cli`, `api`, `console`, `worker` | edges: the command line, the HTTP API, the operator console (HTML), the worker process |
 //! | `transfer` | plan, preview (pure over facts), run states, relay, outbound message, DMQ |
 //! | `jobs` | the Postgres job engine: SKIP LOCKED claims, fenced leases, one batch per run in flight |
 //! | [`broker`] | per-node access: Jolokia management and Core |
@@ -15,6 +15,7 @@ pub mod api;
 pub mod broker;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod jobs;
 pub mod limiter;
 pub mod registry;

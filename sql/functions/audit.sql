@@ -1,7 +1,8 @@
 -- The audit's clusters (SPEC §9: every action is audited on both clusters) and one cluster's trail. The trigger
 -- itself (audit_fill_clusters BEFORE INSERT ON audit) is created by migration 0004.
 
--- A writer that names a run but no cluster (the job-queue admin commands) gets
+-- Every row gets detail.via from the connection's artemis_transfer.via setting, when set. A writer that names a run
+-- but no cluster (the job-queue admin commands) gets
 -- the run's clusters; one that names neither a run nor a cluster acted on the whole deployment ('*'). A run that
 -- does not exist leaves both NULL: which clusters it concerned is unknown.
 CREATE OR REPLACE FUNCTION audit_fill_clusters()
@@ -10,7 +11,13 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_named text;
+    v_via   text := nullif(current_setting('artemis_transfer.via', true), '');
 BEGIN
+    -- The way the act came in, when the connection says (the console's pool sets artemis_transfer.via = 'console'
+    -- at connect, ADR 0014): the SQL action functions write their own rows, so only the connection can tell.
+    IF v_via IS NOT NULL AND NOT NEW.detail ? 'via' THEN
+        NEW.detail := NEW.detail || jsonb_build_object('via', v_via);
+    END IF;
     IF NEW.source_cluster IS NOT NULL OR NEW.target_cluster IS NOT NULL THEN
         RETURN NEW;
     END IF;

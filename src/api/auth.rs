@@ -159,9 +159,7 @@ fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
-/// The operator the one `X-Operator` header names: printable US-ASCII of at most [`MAX_OPERATOR_CHARS`]. Non-ASCII
-/// bytes are refused rather than guessed at: RFC 9110 §5.5 makes a field value ASCII (other octets are opaque
-/// data, in no defined encoding), so "jürgen" could arrive as UTF-8 or Latin-1 and name two people.
+/// The operator the one `X-Operator` header names ([`operator_name_fault`]).
 fn operator(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = single_header(headers, OPERATOR_HEADER)?;
     let invalid = |why: &str| ApiError::bad_request("invalid-operator", format!("X-Operator {why}"));
@@ -182,13 +180,31 @@ fn operator(headers: &HeaderMap) -> Result<&str, ApiError> {
              the audit names them)",
         )
     })?;
-    if operator.chars().any(char::is_control) {
-        return Err(invalid("must be printable text, without control characters such as a tab"));
+    match operator_name_fault(operator) {
+        Some(why) => Err(invalid(&why)),
+        None => Ok(operator),
     }
-    if operator.len() > MAX_OPERATOR_CHARS {
-        return Err(invalid(&format!("must be at most {MAX_OPERATOR_CHARS} characters")));
+}
+
+/// What is wrong with `name` as an operator's name — what it "must be", in words that name no header or field —
+/// or `None` when it is one: printable US-ASCII of 1 to [`MAX_OPERATOR_CHARS`] characters. Non-ASCII is refused
+/// rather than guessed at: RFC 9110 §5.5 makes a header value ASCII (other octets are opaque data, in no defined
+/// encoding), so "jürgen" could arrive as UTF-8 or Latin-1 and name two people. The console's sign-in holds names
+/// to the same rule.
+pub fn operator_name_fault(name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return Some("must name the operator (grants are checked against them, and the audit names them)".into());
     }
-    Ok(operator)
+    if name.chars().any(char::is_control) {
+        return Some("must be printable text, without control characters such as a tab".into());
+    }
+    if !name.is_ascii() {
+        return Some("must be printable US-ASCII: name the operator by an ASCII login".into());
+    }
+    if name.len() > MAX_OPERATOR_CHARS {
+        return Some(format!("must be at most {MAX_OPERATOR_CHARS} characters"));
+    }
+    None
 }
 
 #[cfg(test)]

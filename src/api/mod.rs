@@ -50,6 +50,7 @@ use utoipa_axum::routes;
 
 pub use auth::Caller;
 pub use error::ApiError;
+pub(crate) use runs::{cursor_after, keyset_of};
 pub use tokens::{LiveTokens, ServiceTokens};
 
 /// What every handler shares.
@@ -128,13 +129,14 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state)
 }
 
-/// Serves the API on `listener` until `shutdown` resolves — over TLS with `tls`, else plain HTTP; requests in
+/// Serves the API, and `beside` it other routes on the same port (the console, `crate::console`), on `listener` until `shutdown` resolves — over TLS with `tls`, else plain HTTP; requests in
 /// flight are answered first, and open event streams end at once (`ApiState::closing`) — a stream follows its run
 /// to the end, which may be hours away, and a graceful shutdown would wait for it past any grace period.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     state: ApiState,
+    beside: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let addr: Option<SocketAddr> = listener.local_addr().ok();
@@ -153,7 +155,7 @@ pub async fn serve(
         closing.cancel();
     };
     // With the peer's address: the door limits requests without a known token per client address.
-    let app = router(state).into_make_service_with_connect_info::<PeerAddr>();
+    let app = beside.merge(router(state)).into_make_service_with_connect_info::<PeerAddr>();
     match tls {
         Some(config) => {
             let listener = tls::TlsListener::new(listener, config);

@@ -79,13 +79,13 @@ pub struct Runs {
 }
 
 /// The cursor of the page after `last`: where it stands in the list's order (made at, then id), opaque to callers.
-fn cursor_after(last: &RunRecord) -> String {
+pub(crate) fn cursor_after(last: &RunRecord) -> String {
     let key = format!("{}.{}", last.created_at.timestamp_micros(), last.id.simple());
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key)
 }
 
 /// The keyset a cursor of [`cursor_after`] stands for; a 400 for any other text.
-fn keyset_of(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
+pub(crate) fn keyset_of(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
     let not_ours = || ApiError::bad_request("invalid-request", "the cursor is not one this service gave (use `next`)");
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| not_ours())?;
     let text = String::from_utf8(bytes).map_err(|_| not_ours())?;
@@ -129,6 +129,7 @@ pub async fn list(
         older_than: q.cursor.as_deref().map(keyset_of).transpose()?,
         cluster: q.cluster,
         started_by: q.operator,
+        queue: None,
         since: q.since,
         until: q.until,
     };

@@ -192,6 +192,11 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// The form a token is held in (its SHA-256), for whoever must remember a token without keeping it.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    digest(token)
+}
+
 /// One entry as written: its service, token and operators.
 struct Entry<'t> {
     at: Place,
@@ -309,11 +314,16 @@ impl ServiceTokens {
         if presented.len() > MAX_TOKEN_CHARS * 4 || presented.chars().count() > MAX_TOKEN_CHARS {
             return None;
         }
-        let d = digest(presented);
+        self.identify_digest(&digest(presented))
+    }
+
+    /// The service whose token has `digest` ([`token_digest`]), while that token is in force: a console session
+    /// keeps its token's digest, and ends when the token is removed.
+    pub fn identify_digest(&self, digest: &[u8]) -> Option<Arc<Service>> {
         let mut found = None;
         for (service, known) in &self.tokens {
-            let differing = known.iter().zip(d.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
-            if differing == 0 {
+            let differing = known.iter().zip(digest.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+            if differing == 0 && digest.len() == known.len() {
                 found = Some(service);
             }
         }

@@ -266,8 +266,9 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
         metrics_cache: Default::default(),
         closing,
     };
+    let console = crate::console::router(crate::console::ConsoleState::new(state.clone(), tls.is_some()));
     let stop = worker::shutdown::terminate_signal();
-    crate::api::serve(listener, tls, state, async move {
+    crate::api::serve(listener, tls, state, console, async move {
         stop.await;
     })
     .await

@@ -11,6 +11,7 @@
 //!   message once, on the source or the target.
 //! - `refusals`: a missing grant (403, with the grant), an invisible cluster (404), settings (admin only,
 //!   audited, validated), malformed calls (400) — each with its slug and words, never a secret.
+//! - `console.rs`: the operator console in-process (security headers, CSRF, escaping, grants, audit).
 //! - `tls.rs`: served over TLS with a certificate of the test's own; plain HTTP gets no answer there; bad files
 //!   stop `serve` at start; plain HTTP beyond loopback is warned about.
 
@@ -30,6 +31,7 @@ use serde_json::{json, Value};
 use testbed::TestBed;
 use uuid::Uuid;
 
+mod console;
 mod fuzz;
 mod input;
 mod leaks;

@@ -80,6 +80,8 @@ pub struct LinesQuery {
     pub cluster: Option<String>,
     /// Only runs this operator previewed (`started_by`).
     pub started_by: Option<String>,
+    /// Only runs from or to this queue.
+    pub queue: Option<String>,
     /// Only runs made at or after this instant.
     pub since: Option<DateTime<Utc>>,
     /// Only runs made before this instant.
@@ -98,6 +100,7 @@ pub async fn run_lines(db: impl PgExecutor<'_>, query: &LinesQuery) -> Result<Ve
         .bind(query.started_by.as_deref())
         .bind(query.since)
         .bind(query.until)
+        .bind(query.queue.as_deref())
         .fetch_all(db)
         .await
 }

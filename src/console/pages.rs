@@ -1,0 +1,523 @@
+//! The console's pages: Transfers (the runs the operator may see), a run's own page with its actions, sign-in and
+//! the error page. Each handler checks the session and the operator's grants itself; what an operator may not see
+//! answers 404, as on the API.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::session::Session;
+use super::{assets, html, ConsoleError, ConsoleState};
+use crate::api::redact::Redactor;
+use crate::api::ApiError;
+use crate::jobs::RunState;
+use crate::transfer::actions::{self, RETURN_WARNING};
+use crate::transfer::permissions::{self, Permission};
+use crate::transfer::plan::Mode;
+use crate::transfer::view::{self, LinesQuery, RunRecord, RunView};
+
+/// How many runs a page of Transfers lists.
+const PAGE_SIZE: i64 = 50;
+
+/// What every page shows around its content: the stylesheet, the script, who is signed in.
+pub struct Chrome {
+    /// The stylesheet's URL.
+    pub css: String,
+    /// The script's URL.
+    pub js: String,
+    /// The icon's URL.
+    pub icon: String,
+    /// The operator signed in, and the form token of their sign-out form.
+    pub session: Option<(String, String)>,
+}
+
+impl Chrome {
+    fn of(session: Option<&Session>) -> Chrome {
+        Chrome {
+            css: assets::CSS.href(),
+            js: assets::JS.href(),
+            icon: assets::ICON.href(),
+            session: session.map(|s| (s.operator.clone(), s.form_token.clone())),
+        }
+    }
+}
+
+/// A run state as a page shows it: its name in words and the class its badge is styled by. Made from
+/// [`RunState::as_str`] for every state, so a state added to the library is shown without a change here.
+pub struct StateBadge {
+    /// `running`, `succeeded`, …: the class `state-<name>`.
+    pub class: String,
+    /// "Running", "In doubt", …
+    pub words: String,
+}
+
+impl StateBadge {
+    fn of(state: RunState) -> StateBadge {
+        let name = state.as_str();
+        let spaced = name.replace(['_', '-'], " ");
+        let mut words = spaced.clone();
+        if let Some(first) = spaced.chars().next() {
+            words = first.to_uppercase().chain(spaced.chars().skip(1)).collect();
+        }
+        StateBadge { class: format!("state-{name}"), words }
+    }
+}
+
+/// The error page.
+#[derive(Template)]
+#[template(path = "error.html")]
+pub struct ErrorPage {
+    chrome: Chrome,
+    status: String,
+    words: String,
+}
+
+impl ErrorPage {
+    /// The page for `status` with `words`.
+    pub fn new(status: StatusCode, words: &str) -> ErrorPage {
+        let status = format!("{} {}", status.as_u16(), status.canonical_reason().unwrap_or(""));
+        ErrorPage { chrome: Chrome::of(None), status, words: words.to_string() }
+    }
+
+    /// Its HTML; plain words should the template fail.
+    pub fn html(&self) -> Response {
+        match self.render() {
+            Ok(text) => axum::response::Html(text).into_response(),
+            Err(_) => self.words.clone().into_response(),
+        }
+    }
+}
+
+/// The sign-in page.
+#[derive(Template)]
+#[template(path = "sign_in.html")]
+struct SignInPage {
+    chrome: Chrome,
+    error: Option<String>,
+    operator: String,
+}
+
+/// The sign-in form with `status`, saying `error` if any, the operator's name kept.
+pub fn sign_in_form(status: StatusCode, error: Option<&str>, operator: &str) -> Response {
+    let page = SignInPage { chrome: Chrome::of(None), error: error.map(str::to_string), operator: operator.into() };
+    (status, html(page.render())).into_response()
+}
+
+/// Query of Transfers: each filter, empty meaning any.
+#[derive(Debug, Default, Deserialize)]
+pub struct TransfersQuery {
+    /// Runs from or to this cluster.
+    #[serde(default)]
+    pub cluster: String,
+    /// Runs in this state.
+    #[serde(default)]
+    pub state: String,
+    /// Runs this operator started.
+    #[serde(default)]
+    pub operator: String,
+    /// Runs from or to this queue.
+    #[serde(default)]
+    pub queue: String,
+    /// The next page's cursor.
+    #[serde(default)]
+    pub cursor: String,
+}
+
+/// What a run's line in Transfers and the head of its page show.
+pub struct Summary {
+    href: String,
+    /// The whole id.
+    id: String,
+    /// Its first 8 characters, for a list.
+    short_id: String,
+    state: StateBadge,
+    mode: String,
+    from: String,
+    to: String,
+    started_by: String,
+    executed: String,
+    progress: Progress,
+    rate: String,
+}
+
+impl Summary {
+    fn of(v: &RunView) -> Summary {
+        let id = v.id.to_string();
+        Summary {
+            href: format!("/console/runs/{id}"),
+            short_id: id[..8].to_string(),
+            id,
+            state: StateBadge::of(v.state),
+            mode: v.mode.clone().unwrap_or_else(|| "?".into()),
+            from: v.from.clone(),
+            to: v.to.clone(),
+            started_by: v.started_by.clone().unwrap_or_else(|| "?".into()),
+            executed: v.executed_at.map_or_else(|| "not yet".into(), when),
+            progress: Progress::of(v),
+            rate: rate_words(v.rate),
+        }
+    }
+}
+
+/// A run's progress: how many of how many are accounted for, for a `<progress>` bar, and in words.
+pub struct Progress {
+    /// Accounted for (delivered, dead-lettered, not taken, returned).
+    value: i64,
+    /// The selection's size; `None` while not known (the bar is then indeterminate).
+    max: Option<i64>,
+    /// "1,200 of 10,000" or "1,200 of ?".
+    words: String,
+}
+
+impl Progress {
+    fn of(v: &RunView) -> Progress {
+        let p = &v.pipeline;
+        let value = p.delivered + p.dead_lettered + p.not_taken + p.returned;
+        let max = p.selected;
+        let words = format!("{} of {}", value, max.map_or_else(|| "?".to_string(), |m| m.to_string()));
+        Progress { value: max.map_or(value, |m| value.min(m)), max, words }
+    }
+}
+
+/// A state in the filter's list.
+pub struct StateOption {
+    value: &'static str,
+    words: String,
+    selected: bool,
+}
+
+/// Transfers.
+#[derive(Template)]
+#[template(path = "transfers.html")]
+struct TransfersPage {
+    chrome: Chrome,
+    filter: TransfersQuery,
+    states: Vec<StateOption>,
+    lines: Vec<Summary>,
+    next: Option<String>,
+}
+
+/// `GET /console/`: Transfers — the newest runs the operator may see, filtered, a page at a time.
+pub async fn transfers(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Query(filter): Query<TransfersQuery>,
+) -> Result<Response, ConsoleError> {
+    let wanted = some(&filter.state)
+        .map(str::parse::<RunState>)
+        .transpose()
+        .map_err(|_| ConsoleError::new(StatusCode::BAD_REQUEST, format!("{:?} is not a run state", filter.state)))?;
+    let query = LinesQuery {
+        limit: PAGE_SIZE,
+        state: wanted,
+        visible_to: Some(session.operator.clone()),
+        older_than: some(&filter.cursor).map(crate::api::keyset_of).transpose()?,
+        cluster: some(&filter.cluster).map(str::to_string),
+        started_by: some(&filter.operator).map(str::to_string),
+        queue: some(&filter.queue).map(str::to_string),
+        since: None,
+        until: None,
+    };
+    let records = view::lines(&state.api.pool, &query).await?;
+    let next = (records.len() as i64 == PAGE_SIZE).then(|| records.last().map(|r| next_href(&filter, r))).flatten();
+    let shown = Redactor::load(&state.api.pool).await.map_err(ApiError::from)?;
+    let now = Utc::now();
+    let lines = records.into_iter().map(|r| Summary::of(&RunView::build(&shown.record(r), Vec::new(), now))).collect();
+    let states = RunState::ALL
+        .iter()
+        .map(|s| StateOption { value: s.as_str(), words: StateBadge::of(*s).words, selected: Some(*s) == wanted })
+        .collect();
+    let page = TransfersPage { chrome: Chrome::of(Some(&session)), filter, states, lines, next };
+    Ok(html(page.render()))
+}
+
+/// `text` unless it is blank.
+fn some(text: &str) -> Option<&str> {
+    Some(text.trim()).filter(|t| !t.is_empty())
+}
+
+/// The URL of the page after `last` with the same filters.
+fn next_href(filter: &TransfersQuery, last: &RunRecord) -> String {
+    let pairs = [
+        ("cluster", filter.cluster.as_str()),
+        ("state", filter.state.as_str()),
+        ("operator", filter.operator.as_str()),
+        ("queue", filter.queue.as_str()),
+    ];
+    let mut query = form_urlencoded(&pairs);
+    query.push_str(&format!("&cursor={}", crate::api::cursor_after(last)));
+    format!("/console/?{query}")
+}
+
+/// `pairs` as a query string (each value percent-encoded).
+fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    let encoded: Vec<String> =
+        pairs.iter().map(|(k, v)| format!("{k}={}", utf8_percent_encode(v.trim(), NON_ALPHANUMERIC))).collect();
+    encoded.join("&")
+}
+
+/// An instant as a page shows it.
+fn when(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+fn rate_words(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "not started".into(), |r| format!("{r:.1} msg/s"))
+}
+
+/// One step of a run's pipeline.
+pub struct Step {
+    /// Its name.
+    name: &'static str,
+    /// How many; `?` when not known.
+    count: String,
+    /// What it means.
+    means: &'static str,
+}
+
+/// One event of a run.
+pub struct EventLine {
+    at: String,
+    kind: String,
+    detail: String,
+}
+
+/// An action the page offers, with its form.
+pub struct Offer {
+    /// `stop`, `resume` or `return`: the path and the button.
+    action: &'static str,
+    /// The button's words.
+    button: &'static str,
+    /// What it does, said before the operator types the queue name.
+    words: String,
+}
+
+/// A run's page.
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    chrome: Chrome,
+    run: Summary,
+    ended: String,
+    eta: String,
+    steps: Vec<Step>,
+    nodes: Vec<(String, String, String)>,
+    proof: Option<String>,
+    stop_reason: Option<String>,
+    last_error: Option<String>,
+    notes: Vec<String>,
+    events: Vec<EventLine>,
+    offers: Vec<Offer>,
+    source_queue: String,
+    form_token: String,
+    notice: Option<String>,
+    error: Option<String>,
+}
+
+/// Query of a run's page: what was just done (post/redirect/get), as one of the action names.
+#[derive(Debug, Default, Deserialize)]
+pub struct RunQuery {
+    /// `stop`, `resume` or `return`.
+    #[serde(default)]
+    pub done: String,
+}
+
+/// `GET /console/runs/{run}`.
+pub async fn run(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Path(run): Path<String>,
+    Query(q): Query<RunQuery>,
+) -> Result<Response, ConsoleError> {
+    let run = visible_run(&state, &session, &run).await?;
+    let notice = done_words(&q.done).map(str::to_string);
+    run_page(&state, &session, run, notice, None).await.map(|page| html(page.render()))
+}
+
+/// What an action did, in words, for the page it redirects to.
+fn done_words(action: &str) -> Option<&'static str> {
+    match action {
+        "stop" => Some("Stop asked: the batch in flight finishes first."),
+        "resume" => Some("Resumed: the run is queued for a worker."),
+        "return" => Some("Returning: what staging holds goes back to the source queue."),
+        _ => None,
+    }
+}
+
+/// The run `text` names if the operator may see it; 404 otherwise, whichever the reason.
+async fn visible_run(state: &ConsoleState, session: &Session, text: &str) -> Result<Uuid, ConsoleError> {
+    let missing = || ConsoleError::not_found(format!("there is no run {text}"));
+    let run: Uuid = text.parse().map_err(|_| missing())?;
+    if view::visible(&state.api.pool, run, &session.operator).await? {
+        Ok(run)
+    } else {
+        Err(missing())
+    }
+}
+
+async fn run_page(
+    state: &ConsoleState,
+    session: &Session,
+    run: Uuid,
+    notice: Option<String>,
+    error: Option<String>,
+) -> Result<RunPage, ConsoleError> {
+    let pool = &state.api.pool;
+    let shown = Redactor::load(pool).await.map_err(ApiError::from)?;
+    let v = shown.view(view::load(pool, run).await.map_err(ApiError::from)?);
+    let record =
+        view::line(pool, run).await?.ok_or_else(|| ConsoleError::not_found(format!("there is no run {run}")))?;
+    let offers = offers(state, session, &record).await?;
+    let proof = v.events.iter().rev().find(|e| e.kind == "end_proof").and_then(|e| e.detail["words"].as_str());
+    Ok(RunPage {
+        chrome: Chrome::of(Some(session)),
+        run: Summary::of(&v),
+        ended: v.ended_at.map_or_else(|| "not yet".into(), when),
+        eta: v.eta_secs.map_or_else(|| "not known".into(), |s| format!("about {} s", s.ceil() as i64)),
+        steps: steps(&v),
+        nodes: v.nodes.iter().map(|n| (n.role.to_string(), n.at.clone(), n.outcome.clone())).collect(),
+        proof: proof.map(str::to_string),
+        stop_reason: v.stop_reason.clone(),
+        last_error: v.last_error.clone(),
+        notes: v.notes.clone(),
+        events: v
+            .events
+            .iter()
+            .rev()
+            .map(|e| EventLine { at: when(e.at), kind: e.kind.clone(), detail: e.detail.to_string() })
+            .collect(),
+        offers,
+        source_queue: record.source_queue.clone().unwrap_or_default(),
+        form_token: session.form_token.clone(),
+        notice,
+        error,
+    })
+}
+
+/// The pipeline, step by step (SPEC §7).
+fn steps(v: &RunView) -> Vec<Step> {
+    let p = &v.pipeline;
+    let n = |count: i64| count.to_string();
+    vec![
+        Step { name: "Selected", count: p.selected.map_or_else(|| "?".into(), n), means: "frozen at the preview" },
+        Step { name: "Held in staging", count: n(p.held_in_staging), means: "off the source, still on its broker" },
+        Step { name: "Delivered", count: n(p.delivered), means: "committed on the target" },
+        Step { name: "Not taken", count: n(p.not_taken), means: "in delivery, scheduled or gone" },
+        Step { name: "Dead-lettered", count: n(p.dead_lettered), means: "refused by the target, on the source's DMQ" },
+        Step { name: "Returned", count: n(p.returned), means: "put back on the source" },
+        Step { name: "In doubt", count: n(p.in_doubt), means: "sent, acknowledgement not yet known" },
+    ]
+}
+
+/// The actions the operator may take on the run now: its state allows them and they hold the grants the SQL action
+/// functions will check again.
+async fn offers(state: &ConsoleState, session: &Session, record: &RunRecord) -> Result<Vec<Offer>, ConsoleError> {
+    let pool = &state.api.pool;
+    let operator = &session.operator;
+    let (source, target) = (record.source_cluster.clone().unwrap_or_default(), record.target_cluster.clone());
+    let mode = match record.mode.as_deref() {
+        Some("copy") => Mode::Copy,
+        _ => Mode::Move,
+    };
+    let may_run = permissions::require_for_run(pool, operator, mode, &source, target.as_deref().unwrap_or_default())
+        .await
+        .is_ok();
+    let may_return = permissions::has_grant(pool, operator, &source, Permission::MessageMove).await?;
+    let s = record.state;
+    let one_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
+    let queue = record.source_queue.clone().unwrap_or_default();
+    let mut offers = Vec::new();
+    if may_run && !s.is_ended() && s != RunState::Previewed {
+        offers.push(Offer {
+            action: "stop",
+            button: "Stop",
+            words: "Stop lets the batch in flight finish; what staging holds stays on the source broker, and the \
+                    run can be resumed or returned."
+                .into(),
+        });
+    }
+    if may_run && s.is_startable() && s != RunState::Previewed {
+        offers.push(Offer {
+            action: "resume",
+            button: "Resume",
+            words: "Resume carries on from where the run stopped: staging, counters and ledgers are reused.".into(),
+        });
+    }
+    if may_return && mode == Mode::Move && !one_node && s.is_startable() && s != RunState::Previewed {
+        offers.push(Offer {
+            action: "return",
+            button: "Return to source",
+            words: format!("{RETURN_WARNING} Everything still held in staging goes back to {queue}."),
+        });
+    }
+    Ok(offers)
+}
+
+/// An action's form.
+#[derive(Debug, Deserialize)]
+pub struct ActForm {
+    /// The session's form token.
+    pub form_token: String,
+    /// The source queue's name, typed.
+    #[serde(default)]
+    pub confirm: String,
+}
+
+/// `POST /console/runs/{run}/{action}`: stop, resume or return, once the source queue's name is typed; then back to
+/// the run's page (post/redirect/get). A refusal shows the page again with the reason.
+pub async fn act(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Path((run, action)): Path<(String, String)>,
+    Form(form): Form<ActForm>,
+) -> Result<Response, ConsoleError> {
+    session.check_form_token(&form.form_token)?;
+    let Some(action) = ["stop", "resume", "return"].into_iter().find(|a| *a == action) else {
+        return Err(ConsoleError::not_found(format!("the console has no action {action}")));
+    };
+    let run = visible_run(&state, &session, &run).await?;
+    let record = view::line(&state.api.pool, run).await?.ok_or_else(|| ConsoleError::not_found("there is no run"))?;
+    if !offers(&state, &session, &record).await?.iter().any(|o| o.action == action) {
+        let words = format!(
+            "{action} is not offered on this run to {}: its state or their grants do not allow it",
+            session.operator
+        );
+        return refused(&state, &session, run, StatusCode::FORBIDDEN, words).await;
+    }
+    let queue = record.source_queue.clone().unwrap_or_default();
+    if form.confirm.trim() != queue {
+        let words = format!("Type the source queue's name, {queue}, to confirm.");
+        return refused(&state, &session, run, StatusCode::UNPROCESSABLE_ENTITY, words).await;
+    }
+    let (pool, operator, attempts) = (&state.pool, session.operator.as_str(), state.api.max_attempts);
+    let done = match action {
+        "stop" => actions::stop(pool, run, "operator request (console)", operator).await.map(|_| ()),
+        "resume" => actions::resume(pool, run, operator, attempts).await.map(|_| ()),
+        _ => actions::return_to_source(pool, run, operator, attempts).await.map(|_| ()),
+    };
+    match done {
+        Ok(()) => Ok(Redirect::to(&format!("/console/runs/{run}?done={action}")).into_response()),
+        Err(e) => {
+            let e = ApiError::from(e);
+            refused(&state, &session, run, e.status, e.message).await
+        }
+    }
+}
+
+/// The run's page again with `status`, saying why the action was refused.
+async fn refused(
+    state: &ConsoleState,
+    session: &Session,
+    run: Uuid,
+    status: StatusCode,
+    words: String,
+) -> Result<Response, ConsoleError> {
+    let page = run_page(state, session, run, None, Some(words)).await?;
+    Ok((status, html(page.render())).into_response())
+}

@@ -1,0 +1,341 @@
+//! The operator console in-process (ADR 0014): its router and the API's, as `serve` merges them, driven by
+//! `tower::ServiceExt::oneshot` over a fresh database — the security headers exactly, the CSRF refusals, hostile
+//! names escaped, what a read-only or east-only operator sees and may post, the audit naming "console", and the
+//! bearer API ignoring the console's cookie.
+
+#[allow(dead_code)]
+#[path = "../console/world.rs"]
+mod world;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use tower::ServiceExt as _;
+
+use world::{ConsoleWorld, ADMIN, EAST_ONLY, HOSTILE_QUEUE, READER, TOKEN};
+
+/// The CSP the console promises (ADR 0014), spelled out here so that a change to it is a change to this test.
+const EXPECTED_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                            connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+                            base-uri 'none'";
+
+/// An answer: status, headers, body text.
+struct Answer {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+}
+
+async fn send(app: &axum::Router, request: Request<Body>) -> Answer {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 22).await.unwrap();
+    Answer { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+}
+
+/// A GET with the session `cookie` (if any).
+fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut b = Request::get(path).header(header::HOST, "console.test");
+    if let Some(c) = cookie {
+        b = b.header(header::COOKIE, c);
+    }
+    b.body(Body::empty()).unwrap()
+}
+
+/// A form POST from this service's own page (Sec-Fetch-Site: same-origin) unless `headers` say otherwise.
+fn post(path: &str, cookie: Option<&str>, form: &str, headers: &[(&str, &str)]) -> Request<Body> {
+    let mut b = Request::post(path)
+        .header(header::HOST, "console.test")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if headers.is_empty() {
+        b = b.header("sec-fetch-site", "same-origin");
+    }
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    if let Some(c) = cookie {
+        b = b.header(header::COOKIE, c);
+    }
+    b.body(Body::from(form.to_string())).unwrap()
+}
+
+fn encoded(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// Signs `operator` in; answers the cookie (`name=value`) and the page's form token.
+async fn sign_in(app: &axum::Router, operator: &str) -> (String, String) {
+    let form = format!("token={}&operator={operator}", encoded(TOKEN));
+    let answer = send(app, post("/console/sign-in", None, &form, &[])).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let set = answer.header("set-cookie").to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP: no Secure attribute: {set}");
+    let cookie = set.split(';').next().unwrap().to_string();
+    let page = send(app, get("/console/", Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    (cookie, form_token(&page.body))
+}
+
+/// The value of the first `form_token` field of `page`.
+fn form_token(page: &str) -> String {
+    let at = page.find("name=\"form_token\" value=\"").expect("a form token on the page") + 25;
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+/// A world with a running move from `orders`, its app, and `operator` signed in: the app, the run, the session's
+/// cookie and its form token.
+async fn signed_in_beside_a_running_run(
+    label: &str,
+    operator: &str,
+) -> (ConsoleWorld, axum::Router, uuid::Uuid, String, String) {
+    let world = ConsoleWorld::new(label).await;
+    let app = world.app();
+    let run = world.run("running", "orders", 100, 10).await;
+    let (cookie, token) = sign_in(&app, operator).await;
+    (world, app, run, cookie, token)
+}
+
+#[tokio::test]
+async fn every_console_answer_carries_the_security_headers_and_html_is_never_stored() {
+    let world = ConsoleWorld::new("console_headers").await;
+    let app = world.app();
+    let page = send(&app, get("/console/sign-in", None)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.header("content-security-policy"), EXPECTED_CSP);
+    assert_eq!(page.header("x-content-type-options"), "nosniff");
+    assert_eq!(page.header("referrer-policy"), "same-origin");
+    assert_eq!(page.header("cache-control"), "no-store");
+    assert!(page.header("content-type").starts_with("text/html"), "{}", page.header("content-type"));
+    assert!(!page.body.contains("http://") && !page.body.contains("https://"), "no external URL: {}", page.body);
+    assert!(!page.body.contains(" style=") && !page.body.contains("<style"), "no inline style");
+    // The page's own assets, by their hashed names, are cached for a year.
+    for asset in [artemis_transfer::console::assets::CSS.href(), artemis_transfer::console::assets::JS.href()] {
+        assert!(page.body.contains(&asset), "{asset}");
+        let file = send(&app, get(&asset, None)).await;
+        assert_eq!(file.status, StatusCode::OK, "{asset}");
+        assert_eq!(file.header("cache-control"), "public, max-age=31536000, immutable");
+        assert_eq!(file.header("x-content-type-options"), "nosniff");
+    }
+    assert_eq!(send(&app, get("/console/assets/console.0000.css", None)).await.status, StatusCode::NOT_FOUND);
+    // `/` sends a browser to the console; without a session, the console sends it to sign in.
+    let root = send(&app, get("/", None)).await;
+    assert_eq!((root.status, root.header("location")), (StatusCode::SEE_OTHER, "/console/"));
+    let list = send(&app, get("/console/", None)).await;
+    assert_eq!((list.status, list.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
+}
+
+#[tokio::test]
+async fn posts_without_proof_of_origin_or_the_form_token_are_refused() {
+    let (world, app, run, cookie, token) = signed_in_beside_a_running_run("console_csrf", ADMIN).await;
+    let path = format!("/console/runs/{run}/stop");
+    let form = format!("form_token={token}&confirm=orders");
+    let refusals: [(&str, &[(&str, &str)]); 4] = [
+        ("no Origin and no Sec-Fetch-Site", &[]),
+        ("another site", &[("sec-fetch-site", "cross-site")]),
+        ("a sibling site", &[("sec-fetch-site", "same-site")]),
+        ("a foreign Origin", &[("origin", "http://evil.test")]),
+    ];
+    for (what, headers) in refusals {
+        // An empty header list means "same-origin" to `post`; send a harmless header to mean "nothing".
+        let headers: &[(&str, &str)] = if headers.is_empty() { &[("x-nothing", "1")] } else { headers };
+        let answer = send(&app, post(&path, Some(&cookie), &form, headers)).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{what}: {}", answer.body);
+        assert!(answer.body.contains("refused"), "{what}: {}", answer.body);
+    }
+    let wrong = send(&app, post(&path, Some(&cookie), "form_token=not-it&confirm=orders", &[])).await;
+    assert_eq!(wrong.status, StatusCode::FORBIDDEN, "{}", wrong.body);
+    assert!(wrong.body.contains("form token"), "{}", wrong.body);
+    // Sign-in itself needs proof of origin.
+    let form = format!("token={}&operator={ADMIN}", encoded(TOKEN));
+    let cross = send(&app, post("/console/sign-in", None, &form, &[("origin", "http://evil.test")])).await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN);
+    // Nothing was done: the run is still running, and no stop is audited.
+    let (state,): (String,) =
+        sqlx::query_as("SELECT state FROM transfer_run WHERE id = $1").bind(run).fetch_one(&world.pool).await.unwrap();
+    assert_eq!(state, "running");
+    // The same form with its Origin (a browser on a plain-HTTP LAN address sends no Sec-Fetch-Site) is served.
+    let ok = send(&app, post(&path, Some(&cookie), &form_of(&token), &[("origin", "http://console.test")])).await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER, "{}", ok.body);
+    assert_eq!(ok.header("location"), format!("/console/runs/{run}?done=stop"));
+}
+
+fn form_of(token: &str) -> String {
+    format!("form_token={token}&confirm=orders")
+}
+
+#[tokio::test]
+async fn hostile_queue_names_are_shown_as_text() {
+    let world = ConsoleWorld::new("console_escape").await;
+    let app = world.app();
+    let run = world.run("stopped", HOSTILE_QUEUE, 100, 10).await;
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    let list = send(&app, get(&format!("/console/?queue={}", encoded(HOSTILE_QUEUE)), Some(&cookie))).await;
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    for (what, answer) in [("the list, filtered by it", &list), ("the run's page", &page)] {
+        assert_eq!(answer.status, StatusCode::OK, "{what}: {}", answer.body);
+        assert!(!answer.body.contains("<script>alert"), "{what}: {}", answer.body);
+        assert!(!answer.body.contains("<img src=x"), "{what}: {}", answer.body);
+        // askama escapes with numeric references: < is &#60;, > is &#62;.
+        assert!(answer.body.contains("&#60;script&#62;alert(1)&#60;/script&#62;"), "{what}: {}", answer.body);
+    }
+    assert!(list.body.contains(&run.to_string()[..8]), "the filter by the hostile name finds its run");
+}
+
+#[tokio::test]
+async fn a_read_only_operator_sees_no_action_and_may_not_post_one() {
+    let world = ConsoleWorld::new("console_readonly").await;
+    let app = world.app();
+    let running = world.run("running", "orders", 100, 10).await;
+    let stopped = world.run("stopped", "invoices", 100, 10).await;
+    let (cookie, token) = sign_in(&app, READER).await;
+    for run in [running, stopped] {
+        let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert!(!page.body.contains("<button type=\"submit\" class=\"danger\""), "no action offered: {}", page.body);
+    }
+    for (run, action, queue) in
+        [(running, "stop", "orders"), (stopped, "resume", "invoices"), (stopped, "return", "invoices")]
+    {
+        let form = format!("form_token={token}&confirm={queue}");
+        let answer = send(&app, post(&format!("/console/runs/{run}/{action}"), Some(&cookie), &form, &[])).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{action}: {}", answer.body);
+    }
+    let (state,): (String,) = sqlx::query_as("SELECT state FROM transfer_run WHERE id = $1")
+        .bind(running)
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "running");
+    // The admin is offered each action its run's state allows.
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    let page = send(&app, get(&format!("/console/runs/{stopped}"), Some(&cookie))).await;
+    for action in ["resume", "return"] {
+        assert!(page.body.contains(&format!("/console/runs/{stopped}/{action}\"")), "{action}: {}", page.body);
+    }
+    assert!(!page.body.contains(&format!("/console/runs/{stopped}/stop\"")), "a stopped run is not stopped again");
+    assert!(page.body.contains("Messages already delivered stay on the target"), "the return says so first");
+}
+
+#[tokio::test]
+async fn a_run_the_operator_may_not_see_is_not_found_to_look_at_or_act_on() {
+    let (_world, app, run, cookie, token) = signed_in_beside_a_running_run("console_invisible", EAST_ONLY).await;
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND, "{}", page.body);
+    let nothing = send(&app, get(&format!("/console/runs/{}", uuid::Uuid::new_v4()), Some(&cookie))).await;
+    assert_eq!(nothing.status, StatusCode::NOT_FOUND);
+    assert_eq!(page.body.replace(&run.to_string(), "ID"), nothing.body.replace(&nothing_id(&nothing.body), "ID"));
+    let form = format!("form_token={token}&confirm=orders");
+    let act = send(&app, post(&format!("/console/runs/{run}/stop"), Some(&cookie), &form, &[])).await;
+    assert_eq!(act.status, StatusCode::NOT_FOUND, "{}", act.body);
+    let list = send(&app, get("/console/", Some(&cookie))).await;
+    assert!(!list.body.contains(&run.to_string()[..8]), "the list does not show it: {}", list.body);
+}
+
+/// The run id an error page names.
+fn nothing_id(body: &str) -> String {
+    let at = body.find("there is no run ").unwrap() + 16;
+    body[at..at + 36].to_string()
+}
+
+#[tokio::test]
+async fn a_console_stop_is_audited_with_the_operator_and_console_and_the_api_ignores_the_cookie() {
+    let (world, app, run, cookie, token) = signed_in_beside_a_running_run("console_audit", ADMIN).await;
+    // The typed name is checked first.
+    let wrong = send(
+        &app,
+        post(&format!("/console/runs/{run}/stop"), Some(&cookie), &format!("form_token={token}&confirm=order"), &[]),
+    )
+    .await;
+    assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", wrong.body);
+    let done = send(&app, post(&format!("/console/runs/{run}/stop"), Some(&cookie), &form_of(&token), &[])).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let after = send(&app, get(done.header("location"), Some(&cookie))).await;
+    assert!(after.body.contains("Stop asked"), "{}", after.body);
+    let rows: Vec<(String, String, String, Option<String>)> =
+        sqlx::query_as("SELECT actor, action, outcome, detail->>'via' FROM audit WHERE actor = $1 ORDER BY id")
+            .bind(ADMIN)
+            .fetch_all(&world.pool)
+            .await
+            .unwrap();
+    let console = Some("console".to_string());
+    assert!(rows.contains(&(ADMIN.into(), "console.sign_in".into(), "ok".into(), console.clone())), "{rows:?}");
+    assert!(rows.contains(&(ADMIN.into(), "stop".into(), "ok".into(), console.clone())), "{rows:?}");
+    // The bearer API reads no cookie: the console's session is no credential there.
+    let me = send(&app, get("/api/v1/me", Some(&cookie))).await;
+    assert_eq!(me.status, StatusCode::UNAUTHORIZED, "{}", me.body);
+    // Signing out ends the session.
+    let out = send(&app, post("/console/sign-out", Some(&cookie), &format!("form_token={token}"), &[])).await;
+    assert_eq!((out.status, out.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
+    let gone = send(&app, get("/console/", Some(&cookie))).await;
+    assert_eq!((gone.status, gone.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
+}
+
+#[tokio::test]
+async fn sign_in_refuses_an_unknown_token_and_sessions_end_with_their_token() {
+    let world = ConsoleWorld::new("console_sign_in").await;
+    let app = world.app();
+    let bad =
+        send(&app, post("/console/sign-in", None, "token=made-up-token-0123456789abcdef&operator=alice", &[])).await;
+    assert_eq!(bad.status, StatusCode::UNAUTHORIZED, "{}", bad.body);
+    assert!(bad.body.contains("not known") && !bad.body.contains("made-up-token"), "{}", bad.body);
+    assert!(bad.headers.get("set-cookie").is_none());
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    // The token is rotated out: the session made with it ends at its next request.
+    let rotated = artemis_transfer::api::tokens::TokenSource::from_vars(
+        Some("console=another-token-0123456789abcdef".into()),
+        None,
+    )
+    .unwrap();
+    world.api.tokens.reload(&rotated).unwrap();
+    let after = send(&app, get("/console/", Some(&cookie))).await;
+    assert_eq!((after.status, after.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM console_session").fetch_one(&world.pool).await.unwrap();
+    assert_eq!(left, 0, "the session row is gone");
+    // Only the id's hash is kept.
+    let id = cookie.split_once('=').unwrap().1;
+    assert!(!id.is_empty());
+}
+
+#[tokio::test]
+async fn sign_ins_with_unknown_tokens_are_limited_like_the_apis_unknown_callers() {
+    let mut world = ConsoleWorld::new("console_sign_in_limit").await;
+    let rate = artemis_transfer::api::limit::Rate { per_second: 0.01, burst: 2 };
+    world.api.limits = artemis_transfer::api::limit::Limits::new(rate, rate);
+    let app = world.app();
+    let guess = "token=made-up-token-0123456789abcdef&operator=alice";
+    for _ in 0..2 {
+        assert_eq!(send(&app, post("/console/sign-in", None, guess, &[])).await.status, StatusCode::UNAUTHORIZED);
+    }
+    let limited = send(&app, post("/console/sign-in", None, guess, &[])).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS, "{}", limited.body);
+    assert!(limited.body.contains("Too many sign-ins"), "{}", limited.body);
+}
+
+#[tokio::test]
+async fn under_tls_the_session_cookie_is_secure_and_host_only() {
+    let world = ConsoleWorld::new("console_tls_cookie").await;
+    let app = world.app_over(true);
+    let form = format!("token={}&operator={ADMIN}", encoded(TOKEN));
+    let answer = send(&app, post("/console/sign-in", None, &form, &[])).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let set = answer.header("set-cookie");
+    assert!(set.starts_with("__Host-at_console="), "{set}");
+    for attribute in ["; HttpOnly", "; SameSite=Strict", "; Path=/", "; Secure"] {
+        assert!(set.contains(attribute), "{attribute}: {set}");
+    }
+    assert!(!set.contains("Domain"), "host-only: {set}");
+    // The plain-HTTP name is not read under TLS.
+    let id = set.split(';').next().unwrap().split_once('=').unwrap().1;
+    let plain = send(&app, get("/console/", Some(&format!("at_console={id}")))).await;
+    assert_eq!((plain.status, plain.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
+    let secure = send(&app, get("/console/", Some(&format!("__Host-at_console={id}")))).await;
+    assert_eq!(secure.status, StatusCode::OK, "{}", secure.body);
+}
