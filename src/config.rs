@@ -224,7 +224,7 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// `[api]`.
     pub api: ApiConfig,
-    /// `[settings]`: SPEC §8 defaults.
+    /// `[settings]`: the runtime settings' defaults (docs/settings.md).
     pub settings: Settings,
 }
 

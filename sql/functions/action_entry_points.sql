@@ -162,7 +162,7 @@ END;
 $$;
 
 -- transfer_return(run, operator [, max attempts]): returns what a stopped, interrupted or failed move holds in
--- staging to the source queue (SPEC §4.5). Needs message:move on the source cluster. Audited.
+-- staging to the source queue (docs/guarantees.md, "Stop, resume, return"). Needs message:move on the source cluster. Audited.
 --   SELECT * FROM transfer_return('…run id…', 'alice');
 CREATE OR REPLACE FUNCTION transfer_return(p_run uuid, p_operator text, p_max_attempts integer DEFAULT 10)
 RETURNS transfer_action_result

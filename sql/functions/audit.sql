@@ -1,4 +1,4 @@
--- The audit's clusters (SPEC §9: every action is audited on both clusters) and one cluster's trail. The trigger
+-- The audit's clusters (docs/permissions.md: every action is audited on both clusters) and one cluster's trail. The trigger
 -- itself (audit_fill_clusters BEFORE INSERT ON audit) is created by migration 0004.
 
 -- Every row gets detail.via from the connection's artemis_transfer.via setting, when set. A writer that names a run

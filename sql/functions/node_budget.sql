@@ -1,4 +1,4 @@
--- The per-node rate limiter shared with the rest of Studio (SPEC §8 `per-node management calls/s`): one token
+-- The per-node rate limiter shared with the rest of Studio (docs/settings.md, `node_calls_per_second`): one token
 -- bucket per broker node (table node_budget), capacity = one second's worth, refilled continuously, going into
 -- debt for a request that costs more than a full bucket.
 --   transfer_node_permit(node, cost)   0 when granted (tokens taken), else the seconds to wait before asking again

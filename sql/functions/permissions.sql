@@ -1,4 +1,4 @@
--- Grants (SPEC §9; table transfer_grant): the one test of a grant, what a cluster's visibility is, and what a run
+-- Grants (docs/permissions.md; table transfer_grant): the one test of a grant, what a cluster's visibility is, and what a run
 -- needs.
 
 -- transfer_has_grant(principal, cluster, permission): whether the principal holds the permission on the cluster,
@@ -44,7 +44,7 @@ AS $$
 $$;
 
 -- transfer_missing_grant(principal, mode, source cluster, target cluster): the first grant a run of `mode`
--- ('move' or 'copy') needs and the principal lacks (SPEC §9: a move needs message:move on the source, a copy
+-- ('move' or 'copy') needs and the principal lacks (docs/permissions.md: a move needs message:move on the source, a copy
 -- message:read; both need message:send on the target), or no row. Starting, stopping, resuming a run and each of
 -- its batches need exactly this.
 CREATE OR REPLACE FUNCTION transfer_missing_grant(p_principal text, p_mode text, p_source text, p_target text)

@@ -49,7 +49,7 @@ $$;
 -- {"stop": "requested"} when a batch is in flight (it finishes; the run stops at its next claim, whichever worker
 -- makes it), or {"stop": "already_ended", "state": …} for a run that had ended or was never started. AT001: no
 -- such run. jobs::runs::request_stop calls this.
--- A stop settles the batch in doubt first (SPEC I6), also when the run's job is pending: paced, snoozed, or
+-- A stop settles the batch in doubt first (docs/guarantees.md, I6), also when the run's job is pending: paced, snoozed, or
 -- backing off after a transient error. A stop that cancelled such a job at once would leave the batch in doubt —
 -- sent to the target, its source acknowledgement unknown — until a resume or a return hours later, while the
 -- target's duplicate-id cache may forget it. So a run whose cursor names ids in doubt (or a refill whose answer was

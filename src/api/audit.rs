@@ -1,4 +1,4 @@
-//! Who did what: a run's audit trail (SPEC §7: a run's page links to it), a cluster's, and the caller's own grants
+//! Who did what: a run's audit trail (docs/guarantees.md: a run's page links to it), a cluster's, and the caller's own grants
 //! (`/me`), so a console can show them and enable only the actions the operator may take.
 //!
 //! An audit row's detail is written for the audit, not for callers: the answer leaves out what only the service

@@ -1,4 +1,4 @@
-//! Who calls the API (SPEC §10): a **service** that presents a bearer token, acting for an **operator** it names.
+//! Who calls the API: a **service** that presents a bearer token, acting for an **operator** it names.
 //!
 //! The tokens are secrets: they come from the environment or a mounted file ([`super::tokens`]), never from a
 //! configuration file, and they are never logged. A presented token is looked up once per request, by the door

@@ -24,7 +24,7 @@ use super::error::{Problem, PROBLEM_JSON};
         title = "artemis-transfer",
         version = "1",
         description = "Moves or copies selected messages between Apache ActiveMQ Artemis brokers, once, as a \
-            durable run (SPEC §10). Every call under /api/v1 is made by a service with a bearer token \
+            durable run (what a run promises: docs/guarantees.md). Every call under /api/v1 is made by a service with a bearer token \
             (ARTEMIS_TRANSFER_API_TOKENS or ARTEMIS_TRANSFER_API_TOKENS_FILE on the server; a service may be limited to \
             named operators) for the operator it names in X-Operator; that operator's \
             grants decide, as on the command line and the SQL start path, and the audit names them. A cluster or \
@@ -44,7 +44,7 @@ use super::error::{Problem, PROBLEM_JSON};
         (name = "previews", description = "A preview reads the brokers and stores a Previewed run; nothing moves."),
         (name = "runs", description = "Runs: list, view, follow, and the operator's actions."),
         (name = "orphans", description = "Staging queues no run owns."),
-        (name = "settings", description = "The runtime settings (SPEC §8)."),
+        (name = "settings", description = "The runtime settings (docs/settings.md)."),
     ),
     components(schemas(Problem))
 )]

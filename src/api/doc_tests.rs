@@ -382,3 +382,14 @@ fn no_value_of_the_document_is_null() {
     nulls(&generated(), "", &mut found);
     assert!(found.is_empty(), "null in the document at {found:#?}");
 }
+
+/// The document is read by people who have the repository at most: it points to its docs, never to the spec the
+/// project was built from, which is not part of it.
+#[test]
+fn the_document_points_to_the_repositorys_docs_never_to_the_spec() {
+    let text = generated().to_string();
+    for outside in ["SPEC", "shared/design"] {
+        let at = text.find(outside).map(|i| &text[i.saturating_sub(200)..(i + 40).min(text.len())]);
+        assert!(at.is_none(), "the OpenAPI document mentions {outside}: …{}…", at.unwrap_or_default());
+    }
+}

@@ -41,7 +41,7 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, slug, message)
     }
 
-    /// 404: no such thing — or one the operator may not see, answered exactly alike (SPEC §9).
+    /// 404: no such thing — or one the operator may not see, answered exactly alike (docs/permissions.md).
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not-found", message)
     }

@@ -1,4 +1,4 @@
-//! The HTTP API (SPEC §10): what the management console's backend calls. JSON over HTTP, described by the OpenAPI
+//! The HTTP API: what the management console's backend calls. JSON over HTTP, described by the OpenAPI
 //! document it serves at `/openapi.json`.
 //!
 //! Every call under `/api/v1` is made by a service with a bearer token, for an operator it names

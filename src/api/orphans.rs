@@ -1,4 +1,4 @@
-//! The orphans (SPEC §2), as the CLI's `orphans` command does them: staging queues no run owns, listed over the
+//! The orphans (docs/guarantees.md), as the CLI's `orphans` command does them: staging queues no run owns, listed over the
 //! clusters the operator may see; a return needs `message:move` on the orphan's cluster and moves its messages
 //! before answering.
 

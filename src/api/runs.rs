@@ -140,9 +140,10 @@ pub async fn list(
     Ok(Json(Runs { runs, next }))
 }
 
-/// `GET /api/v1/runs/{run}`: the run's view (SPEC §7) — pipeline, rate, ETA, per-node outcome, events.
+/// `GET /api/v1/runs/{run}`: the run's view (docs/guarantees.md) — pipeline, rate, ETA, per-node outcome, events.
 #[utoipa::path(get, path = "/runs/{run}", operation_id = "getRun", tags = ["runs"], summary = "A run",
-    description = "The run's view (SPEC §7): pipeline, rate, ETA, per-node outcome, notes, events.",
+    description = "The run's view: pipeline, rate, ETA, per-node outcome, notes, events. Its states and \
+        what each promises: docs/guarantees.md.",
     params(RunParam),
     security(("bearer" = [])),
     responses(
@@ -572,7 +573,7 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     // last events and its end could commit between the two reads, and the stream ended without them.
     let line = view::line(pool, c.run).await;
     // Grants are checked again at every look: one revoked while the stream is open ends it as for a run that does
-    // not exist (SPEC §9: what the operator may not see is answered as nothing).
+    // not exist (docs/permissions.md: what the operator may not see is answered as nothing).
     let visible = view::visible(pool, c.run, &c.operator).await;
     let rows = run_events_after(pool, c.run, cursor).await;
     let (rows, line) = match (rows, line, visible) {

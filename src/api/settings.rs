@@ -1,4 +1,4 @@
-//! The runtime settings (SPEC §8), as the CLI's `settings` command does them: a change of a setting needs `admin`
+//! The runtime settings (docs/settings.md), as the CLI's `settings` command does them: a change of a setting needs `admin`
 //! on `*` — through the API on a fresh database too, where the command line would bootstrap (see
 //! [`Bootstrap::Refused`]) — and is audited with the old and the new value.
 
@@ -100,7 +100,7 @@ fn as_words(value: &Value) -> Result<String, ApiError> {
         path). With If-Match naming the setting's etag (from the list, or the last change's ETag), the change is \
         made only if nobody changed the setting since: otherwise 412.",
     params(
-        ("key" = inline(SettingKey), Path, description = "The setting (SPEC §8)"),
+        ("key" = inline(SettingKey), Path, description = "The setting (docs/settings.md)"),
         ("If-Match" = Option<String>, Header,
             description = "The setting's etag as read (or *): change it only if it is still that value"),
     ),

@@ -1,4 +1,4 @@
-//! The service tokens (SPEC §10): which services may call, by which tokens, for which operators — and how the set
+//! The service tokens: which services may call, by which tokens, for which operators — and how the set
 //! is read, checked and replaced while the service runs.
 //!
 //! An **entry** is one line of text: `service=token`, then optionally `operators=alice|bob`, the operators the

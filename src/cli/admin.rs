@@ -17,7 +17,7 @@ use crate::transfer::permissions::{self, PermissionError};
 /// `admin` options.
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
-    /// Who acts: needs an admin grant (SPEC §9); recorded in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR,
+    /// Who acts: needs an admin grant (docs/permissions.md); recorded in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR,
     /// else `$USER@host`).
     #[arg(long, visible_alias = "as", env = "ARTEMIS_TRANSFER_ACTOR")]
     pub actor: Option<String>,
@@ -185,7 +185,7 @@ fn parse_state(s: &str) -> Result<JobState, String> {
 /// `90s`, `45m`, `12h`, `30d` (a bare number is seconds); shared with `settings set`.
 pub use crate::jobs::settings::parse_duration;
 
-/// Checks that `actor` may run the admin command (SPEC §9: an admin grant): admin on the clusters of the run it
+/// Checks that `actor` may run the admin command (docs/permissions.md: an admin grant): admin on the clusters of the run it
 /// concerns, or on `*` for commands over the whole job queue. `Some(exit code)` when refused — the refusal printed
 /// and audited under the command's own action name, as the command would have been.
 pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand) -> Result<Option<ExitCode>, CliError> {

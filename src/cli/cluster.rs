@@ -4,7 +4,7 @@
 //! and its backup become one node), checks each member's Jolokia answers as that node, and stores them.
 //! Credentials are named, never given: the processes read them from their environment.
 //!
-//! `add` and `remove` change the deployment, so they are admin commands (SPEC §9): they need `admin` on the cluster
+//! `add` and `remove` change the deployment, so they are admin commands (docs/permissions.md): they need `admin` on the cluster
 //! they name or on `*` — or nobody holding `admin` on `*` yet, the bootstrap of a fresh database, as for
 //! `grant add`. The grant is checked before any broker is asked. Each attempt is audited (`cluster.add`,
 //! `cluster.remove`: who, the cluster, the outcome), a refusal too.

@@ -1,4 +1,4 @@
-//! `artemis-transfer grant add|remove|list`: the grants of SPEC §9 from the command line, so an operator with
+//! `artemis-transfer grant add|remove|list`: the grants of docs/permissions.md from the command line, so an operator with
 //! database access can bootstrap them (the Studio backend writes the same table). Changing a grant needs `admin`
 //! on its cluster — except while nobody holds `admin` on `*`, which is how the first admin is made. Every command
 //! is audited. The work is in [`crate::transfer::permissions`]; this module parses and prints.

@@ -55,7 +55,7 @@ pub enum Command {
     Migrate,
     /// Run a worker: claim jobs and run them until SIGTERM.
     Worker(WorkerArgs),
-    /// Serve the HTTP API (SPEC §10) until SIGTERM; tokens from ARTEMIS_TRANSFER_API_TOKENS.
+    /// Serve the HTTP API until SIGTERM; tokens from ARTEMIS_TRANSFER_API_TOKENS (docs/deployment.md).
     Serve(ServeArgs),
     /// Admin commands over the job queue (each one audited).
     Admin(admin::AdminArgs),
@@ -78,9 +78,9 @@ pub enum Command {
     Watch(run::WatchArgs),
     /// Staging queues no run owns: list them, or return one's messages to their original queues.
     Orphans(orphans::OrphansArgs),
-    /// Who may do what on which cluster (SPEC §9): add, remove or list grants (each one audited).
+    /// Who may do what on which cluster (docs/permissions.md): add, remove or list grants (each one audited).
     Grant(grant::GrantArgs),
-    /// The runtime settings (SPEC §8): show them, or change one (audited).
+    /// The runtime settings (docs/settings.md): show them, or change one (audited).
     Settings(settings::SettingsArgs),
 }
 
@@ -306,6 +306,26 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Every `--help` text, of the binary and of each command and subcommand, long form.
+    fn every_help(command: &mut clap::Command, into: &mut Vec<(String, String)>) {
+        into.push((command.get_name().to_owned(), command.render_long_help().to_string()));
+        for sub in command.get_subcommands_mut() {
+            every_help(sub, into);
+        }
+    }
+
+    #[test]
+    fn help_points_to_the_repositorys_docs_never_to_the_spec() {
+        let mut helps = Vec::new();
+        every_help(&mut Cli::command(), &mut helps);
+        assert!(helps.len() > 20, "{}", helps.len());
+        for (name, help) in helps {
+            for outside in ["SPEC", "shared/design"] {
+                assert!(!help.contains(outside), "`{name} --help` mentions {outside}:\n{help}");
+            }
+        }
     }
 
     #[test]

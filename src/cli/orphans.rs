@@ -1,4 +1,4 @@
-//! `artemis-transfer orphans list|return`: staging queues no run owns (SPEC §2), listed on every node of every
+//! `artemis-transfer orphans list|return`: staging queues no run owns (docs/guarantees.md), listed on every node of every
 //! registered cluster, and returned message by message to the queues they came from. The work and the audit are in
 //! [`crate::transfer::orphans`]; this module parses and prints.
 

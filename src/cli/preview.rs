@@ -14,7 +14,7 @@ use crate::transfer::retry::preview_retry_and_store;
 use crate::transfer::service::{preview_and_store, PreviewRequest, StoredPreview};
 use crate::transfer::{Finding, Kind, Mode, PreviewSettings, QueueRef, Selection};
 
-/// How long a preview may be executed (SPEC §3: default 10 min).
+/// How long a preview may be executed (docs/guarantees.md, "Before anything moves").
 const VALID_FOR: Duration = Duration::from_secs(600);
 
 /// The exit code of a preview that was made and stored but refuses the run (distinct from 1, an error).

@@ -1,4 +1,4 @@
-//! `artemis-transfer settings [show]` and `artemis-transfer settings set <key> <value>` (SPEC §8, §10): the
+//! `artemis-transfer settings [show]` and `artemis-transfer settings set <key> <value>` (docs/settings.md): the
 //! runtime settings as the database holds them, with who changed each one last and when; and an operator's
 //! change, read by the key's kind (`500`, `2.5`, `10m`, `64MiB`, `a.dmq,b.dmq`, `none`), validated against the
 //! whole set and audited with the old and the new value (a refusal too, with its reason).
@@ -10,7 +10,7 @@
 //! and no batch is ever larger than the target address's duplicate-id cache (ADR 0010). The defaults in `config/default.toml` only seed a database that has
 //! no value yet (`migrate`).
 //!
-//! Settings are deployment-wide, so a change is an admin command (SPEC §9): it needs `admin` on `*`, or nobody
+//! Settings are deployment-wide, so a change is an admin command (docs/permissions.md): it needs `admin` on `*`, or nobody
 //! holding `admin` on `*` yet (the bootstrap of a fresh database, as for `grant add`). A refusal is audited as
 //! `settings.set` with outcome `refused` and exits 2. Who changes is named as for `admin …` (`--actor`, also
 //! `--as`/`--operator`, or ARTEMIS_TRANSFER_ACTOR); with neither, the operator every other command acts for
@@ -99,7 +99,7 @@ fn describe(changed: &Changed) -> String {
     format!("{}: {old} -> {}{was}", changed.key, shown(&changed.new))
 }
 
-/// Every known setting in SPEC §8 order; one the database lacks says so.
+/// Every known setting in the order of docs/settings.md; one the database lacks says so.
 fn print_rows(out: &mut impl Write, rows: &[SettingRow], json: bool) -> std::io::Result<()> {
     if json {
         for row in rows {

@@ -8,11 +8,11 @@
 //!
 //! The handler races the heartbeat and the job's deadline. If the lease is lost (or cannot be renewed before it
 //! expires), the handler's future is dropped on the spot, so it starts no further broker call, and nothing more is
-//! written (SPEC §7 I5). If the job is still running at its deadline (`worker.job_deadline_secs`), the handler is
+//! written (docs/guarantees.md, I5). If the job is still running at its deadline (`worker.job_deadline_secs`), the handler is
 //! dropped too — it stalled while its worker lives on, heartbeating, so no lease expiry would ever end it — and the
 //! job is retried like a transient failure, with a `job_deadline` run event: it spends an attempt, so a handler
 //! that always hangs ends its run Interrupted. Dropping it is safe at any point, as a crash is (every step is
-//! fenced by the lease, SPEC §7). Either way, a job that turns out completed by this very attempt (the heartbeat or
+//! fenced by the lease, docs/guarantees.md). Either way, a job that turns out completed by this very attempt (the heartbeat or
 //! the deadline came between the handler's completing commit and its return) has its outcome awaited and taken as
 //! it is.
 //! Bookkeeping writes (retry, snooze, end) are retried briefly on transient database errors; if they still fail
@@ -139,7 +139,7 @@ impl Executor {
             tracing::warn!(reason = ?job.last_error, "took over a job whose lease expired");
         }
         let handler = self.registry.get(&job.kind).cloned();
-        // A handler that settles its run's loose ends on a stop (a move's in-doubt batch, SPEC §7 I6) is called
+        // A handler that settles its run's loose ends on a stop (a move's in-doubt batch, docs/guarantees.md, I6) is called
         // and returns Stop itself; any other run stops here without running its job.
         if claimed.stop_requested && !handler.as_ref().is_some_and(|h| h.settles_on_stop()) {
             return (self.end(&lease, RunEnd::stopped("stop requested".into())).await, None);
@@ -213,7 +213,7 @@ impl Executor {
         (executed, None)
     }
 
-    /// What becomes of a job whose handler was dropped (SPEC §7: every step is fenced by the lease, so a handler
+    /// What becomes of a job whose handler was dropped (docs/guarantees.md: every step is fenced by the lease, so a handler
     /// may be dropped at any point, as a crash would stop it). A lost lease writes nothing more. A passed deadline
     /// is retried like a transient failure and spends an attempt, so a handler that always hangs ends its run
     /// Interrupted after its attempts instead of never.

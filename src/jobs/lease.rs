@@ -5,7 +5,7 @@
 //! lease. From then on nobody can take the job over (claims skip locked rows) or change the run behind the
 //! handler's back (admin actions lock the run first), so everything the handler writes in that transaction
 //! — its run's progress, completing the job, enqueueing the next — commits together or not at all, and
-//! not at all if the lease was lost before it began (SPEC §7 I5).
+//! not at all if the lease was lost before it began (docs/guarantees.md, I5).
 
 use std::time::Duration;
 
@@ -133,7 +133,7 @@ impl Lease {
     /// frozen inside it (SIGSTOP, a VM or GC pause) would otherwise keep the job's and run's rows locked for as
     /// long as it is frozen, and since claims skip locked rows, no other worker could take the job over however
     /// long ago its lease expired. Postgres ends such a session instead, rolling the transaction back; the holder,
-    /// when it wakes, finds its connection gone and writes nothing (SPEC §7 I5). No broker call is ever made inside
+    /// when it wakes, finds its connection gone and writes nothing (docs/guarantees.md, I5). No broker call is ever made inside
     /// these transactions, so a live holder never comes near the bound.
     async fn begin_bounded(&self) -> Result<Transaction<'static, Postgres>, Error> {
         let mut tx = self.pool.begin().await.db("begin")?;

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Guarantees, and what gives them:
-//! - **One batch per run in flight** (SPEC §7 I4): at most one live (pending/running) job per run, enforced
+//! - **One batch per run in flight** (docs/guarantees.md, I4): at most one live (pending/running) job per run, enforced
 //!   by a partial unique index; a handler completes its job before inserting the successor, in one
 //!   transaction; `(run_id, seq)` is unique, so no successor is ever duplicated.
 //! - **At most `concurrent runs` runs executing**: the claim takes a free `run_slot` in the same statement

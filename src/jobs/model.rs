@@ -137,7 +137,7 @@ impl TryFrom<String> for JobState {
     }
 }
 
-/// A run's state (SPEC §7). See the `transfer_run` table in `migrations/0001_job_engine.sql`.
+/// A run's state: what each means is in docs/guarantees.md. See the `transfer_run` table in `migrations/0001_job_engine.sql`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunState {

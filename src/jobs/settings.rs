@@ -1,4 +1,4 @@
-//! SPEC §8 settings: typed, with their defaults from `config/default.toml`, stored in the `setting` table and
+//! The runtime settings (docs/settings.md): typed, with their defaults from `config/default.toml`, stored in the `setting` table and
 //! read from it at runtime (the claim reads `concurrent_runs` there directly; the permit function reads
 //! `node_calls_per_second`; the relay loads them before every batch).
 //!
@@ -16,7 +16,7 @@ use crate::jobs::error::{DbContext, Error};
 pub use crate::jobs::store::record::value_schema;
 use crate::jobs::store::record::{self, SettingRow};
 
-/// Every SPEC §8 setting. Field names are the keys of the `setting` table.
+/// Every runtime setting. Field names are the keys of the `setting` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
@@ -218,7 +218,7 @@ pub enum Kind {
     QueueList,
 }
 
-/// Every setting and its kind, in the order SPEC §8 lists them.
+/// Every setting and its kind, in the order docs/settings.md lists them.
 pub const KEYS: &[(&str, Kind)] = &[
     ("batch_size", Kind::Count),
     ("messages_per_second", Kind::Rate),

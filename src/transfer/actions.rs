@@ -1,4 +1,4 @@
-//! What an operator does to a run, with the checks SPEC §3, §4.5, §7 and §9 ask for: **execute** a Previewed run,
+//! What an operator does to a run, with the checks docs/guarantees.md and docs/permissions.md ask for: **execute** a Previewed run,
 //! **stop**, **resume**, **return to source**. Each action is audited (who, what, when, outcome, on the run's source
 //! and target cluster) whether it is done or refused.
 //!
@@ -91,7 +91,7 @@ pub enum ActionError {
     /// Not built yet for this kind of run, or not possible for it.
     #[error("{0}")]
     Unsupported(String),
-    /// The operator lacks a grant the action needs (SPEC §9).
+    /// The operator lacks a grant the action needs (docs/permissions.md).
     #[error("{0}")]
     Permission(MissingGrant),
     /// The call was malformed (no operator named).

@@ -1,4 +1,4 @@
-//! The audit trail (SPEC §9): who did what to which run, cluster or grant, and with what outcome. Every action of
+//! The audit trail (docs/permissions.md): who did what to which run, cluster or grant, and with what outcome. Every action of
 //! an operator or a service writes a row, refused ones too; rows are never pruned.
 
 use sqlx::PgPool;

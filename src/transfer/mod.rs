@@ -1,7 +1,7 @@
 //! The transfer domain: plans, the facts a preview reads, the preview itself (a pure function), the operator's
 //! actions on a run, the move's staging and relay, and what the target receives.
 //!
-//! Later: copy and the dead message queue (SPEC §4.4, §5).
+//! The copy is in `relay::copy`, the dead message queue in `relay::dmq` (docs/dead-message-queue.md).
 
 pub mod actions;
 pub mod audit;

@@ -1,4 +1,4 @@
-//! Orphans (SPEC §2): a staging queue `studio.transfer.<uuid>` that no run owns — its run row was deleted, or it
+//! Orphans (docs/guarantees.md): a staging queue `studio.transfer.<uuid>` that no run owns — its run row was deleted, or it
 //! was made by hand, or by a deployment that shares the broker but not this database. Its messages were taken
 //! from a source queue by the broker's move, so they exist nowhere else: they are listed, and returned each to the
 //! queue it came from.
@@ -16,7 +16,7 @@
 //! before anything moves. Then the empty staging queue is removed with its address settings. Every return is
 //! audited, done or refused. The returned messages get new ids, no expiration, and join the tail of their queue.
 //!
-//! **Permissions** (SPEC §9). Listing shows the clusters on which the operator holds `cluster:read`; returning
+//! **Permissions** (docs/permissions.md). Listing shows the clusters on which the operator holds `cluster:read`; returning
 //! needs `message:move` on the orphan's cluster, and a cluster the operator may not see at all is not found, as if
 //! it were not registered. Each return is audited on that cluster.
 //!

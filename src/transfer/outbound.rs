@@ -1,4 +1,4 @@
-//! What the target receives (SPEC §6): the headers of a relayed message, rebuilt from the message received from
+//! What the target receives (docs/guarantees.md, "What the target receives"): the headers of a relayed message, rebuilt from the message received from
 //! staging (a move) or browsed from the source (a copy).
 //!
 //! **Kept as received:** the type byte, durability, priority, expiration (a move's staged message already had it
@@ -41,7 +41,7 @@ use uuid::Uuid;
 
 use crate::transfer::Mode;
 
-/// The trace properties added to every relayed message (SPEC §6).
+/// The trace properties added to every relayed message (docs/guarantees.md, "What the target receives").
 ///
 /// Names are STRING properties so selectors on the target can match them (`_studio_orig_queue = 'orders'`); the
 /// id is a LONG, the type of the broker's own `_AMQ_ORIG_MESSAGE_ID`, so numeric selectors work on it.
@@ -215,7 +215,7 @@ pub fn duplicate_id(run: Uuid, message_id: i64) -> String {
 ///
 /// The original id: for a copy, `received_id`. For a move, the staging copy's `_AMQ_ORIG_MESSAGE_ID`, trusted
 /// only when its `_AMQ_ORIG_QUEUE` names `origin.queue`. The broker's move sets both together (seen live: the
-/// source queue's name and the source id); SPEC §6 says it drops them for paged large messages, and a pair
+/// source queue's name and the source id); docs/guarantees.md, "What the target receives" says it drops them for paged large messages, and a pair
 /// still there from an earlier DLQ or move of the same message would name another queue and another id.
 /// Otherwise the id is unknown: `original_message_id` is `None` and `_studio_orig_message_id` is absent (never
 /// a stale value).

@@ -1,4 +1,4 @@
-//! Who may do what on which cluster (SPEC §9). Grants live in Postgres (`transfer_grant`, migration 0004), written
+//! Who may do what on which cluster (docs/permissions.md). Grants live in Postgres (`transfer_grant`, migration 0004), written
 //! by the Studio backend or by `artemis-transfer grant`; the test of a grant is one SQL function,
 //! `transfer_has_grant`, so the Studio backend, the SQL start path and this module can never disagree.
 //!
@@ -66,7 +66,7 @@ impl Permission {
         }
     }
 
-    /// What taking messages from the source of a run of `mode` needs (SPEC §9).
+    /// What taking messages from the source of a run of `mode` needs (docs/permissions.md).
     pub fn on_source(mode: Mode) -> Permission {
         match mode {
             Mode::Move => Permission::MessageMove,
@@ -176,7 +176,7 @@ pub async fn can_see(pool: &PgPool, principal: &str, cluster: &str) -> Result<bo
     store::grant_can_see(pool, principal, cluster).await
 }
 
-/// `Ok` when `principal` holds what a run of `mode` from `source` to `target` needs (SPEC §9), else the first
+/// `Ok` when `principal` holds what a run of `mode` from `source` to `target` needs (docs/permissions.md), else the first
 /// grant missing. The same SQL (`transfer_missing_grant`) decides for execute, stop, resume and every batch.
 pub async fn require_for_run(
     pool: &PgPool,
@@ -258,7 +258,7 @@ impl Revoked {
     }
 }
 
-/// Re-checks that the operator who started `run` still holds what it needs (SPEC §9: before every batch).
+/// Re-checks that the operator who started `run` still holds what it needs (docs/permissions.md: before every batch).
 pub async fn recheck_run(pool: &PgPool, run: Uuid) -> Result<(), Revoked> {
     let row = store::run_grant_needs(pool, run).await?;
     let Some(RunGrantNeeds { started_by: operator, mode, source_cluster: source, target_cluster: target }) = row else {
@@ -279,7 +279,7 @@ pub async fn recheck_run(pool: &PgPool, run: Uuid) -> Result<(), Revoked> {
 ///
 /// A revoked grant stops the run (Stopped, with words naming the permission). When the run has a batch in doubt or
 /// a refill whose outcome is unknown, that must be settled first while the target's duplicate cache still holds it
-/// (SPEC §7 I6), so the revocation is stored as the run's stop request (fenced) and the job is snoozed: its next
+/// (docs/guarantees.md, I6), so the revocation is stored as the run's stop request (fenced) and the job is snoozed: its next
 /// claim sees the request, settles, and stops with these words, as for an operator's stop. A run that is already
 /// stopping goes its way.
 pub async fn stop_if_revoked(ctx: &JobContext) -> Result<Option<Outcome>, crate::jobs::Error> {

@@ -2,7 +2,7 @@
 //! facts, freeze the plan at the source broker's clock, evaluate, and store the result as a **Previewed run**
 //! bound by its plan hash, valid until it expires. Nothing touches a broker beyond reads.
 //!
-//! Permissions (SPEC §9) come first: a source or target cluster the operator may not see answers exactly as an
+//! Permissions (docs/permissions.md) come first: a source or target cluster the operator may not see answers exactly as an
 //! unregistered one, and a preview of a run the operator could not start is refused naming the missing grant.
 //! Every preview is audited — made, refused or failed — on both clusters. [`targets_for`] lists the clusters a
 //! transfer could go to, each enabled or disabled with the reason.
@@ -151,7 +151,7 @@ pub(crate) async fn run_facts(pool: &PgPool, source: &QueueRef, target: &QueueRe
 
 /// Previews a transfer and stores it as a Previewed run. Its management calls draw on the per-node permits in
 /// `pool` (`transfer_node_permit`), like every other broker call, so the `setting` table must be seeded
-/// (`artemis-transfer migrate`). The operator must see both clusters and hold what the run needs (SPEC §9: a move
+/// (`artemis-transfer migrate`). The operator must see both clusters and hold what the run needs (docs/permissions.md: a move
 /// needs message:move on the source, a copy message:read; both message:send on the target). Audited.
 pub async fn preview_and_store(
     pool: &PgPool,
@@ -294,7 +294,7 @@ pub struct Target {
 }
 
 /// The clusters a transfer from `source_cluster` could go to, for `principal`: every cluster they may see, those
-/// they may not send to disabled with the reason (SPEC §9). A cluster they may not see is absent, and an invisible
+/// they may not send to disabled with the reason (docs/permissions.md). A cluster they may not see is absent, and an invisible
 /// `source_cluster` is not found, exactly as if it were not registered.
 pub async fn targets_for(pool: &PgPool, principal: &str, source_cluster: &str) -> Result<Vec<Target>, ServiceError> {
     visible_cluster(pool, principal, source_cluster).await?;

@@ -37,7 +37,7 @@ use crate::broker::jolokia::{
 /// The prefix of every staging queue (and of nothing else the product makes).
 pub const STAGING_PREFIX: &str = crate::transfer::plan::STAGING_PREFIX;
 
-/// The prefix of the dead message queues (SPEC §4.4): never a staging queue, never an orphan.
+/// The prefix of the dead message queues (docs/dead-message-queue.md): never a staging queue, never an orphan.
 pub const DMQ_PREFIX: &str = "studio.dmq.";
 
 /// The `broker.xml` security setting the source broker needs for staging (seed 000, "What the broker needs"),
@@ -706,7 +706,7 @@ pub async fn depth(mgmt: &BrokerManagement, staging: &str) -> Result<StagingDept
     })
 }
 
-/// Return to source (SPEC §4.5): the broker's move of everything visible in staging back to `source_queue` (a
+/// Return to source (docs/guarantees.md, "Stop, resume, return"): the broker's move of everything visible in staging back to `source_queue` (a
 /// queue name on the same broker); how many moved. Messages still in delivery to a consumer stay in staging: read
 /// [`depth`] afterwards. The returned messages get new ids, no expiration, and join the tail of the source queue.
 pub async fn move_back(mgmt: &BrokerManagement, staging: &str, source_queue: &str) -> Result<u64, StagingError> {

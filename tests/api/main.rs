@@ -1,4 +1,4 @@
-//! The HTTP API (SPEC §10) as the console's backend meets it: the real binary (`artemis-transfer serve`) on a
+//! The HTTP API as the console's backend meets it: the real binary (`artemis-transfer serve`) on a
 //! free port, real workers, the real test bed, the Java client's census as the judge of what moved.
 //!
 //! - `the_door`: a call needs a known token and an operator; every path of the OpenAPI document is routed;

@@ -314,7 +314,7 @@ async fn a_claim_skips_a_run_an_action_holds_instead_of_deadlocking_with_it() {
 }
 
 /// A pending job whose run has a batch in doubt (paced, snoozed or backing off) is not cancelled by a stop: the
-/// job is made due now and the worker that claims it settles the batch, then stops the run (SPEC I6). Before
+/// job is made due now and the worker that claims it settles the batch, then stops the run (docs/guarantees.md, I6). Before
 /// migration 0008 the run stopped at once with its batch in doubt.
 #[tokio::test]
 async fn a_stop_keeps_the_job_of_a_run_with_a_batch_in_doubt_and_makes_it_due_now() {

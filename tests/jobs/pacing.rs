@@ -1,4 +1,4 @@
-//! Pacing reaches its rate (SPEC §8): a worker sleeps until the earliest due `run_at`, not a coarse poll.
+//! Pacing reaches its rate (docs/settings.md): a worker sleeps until the earliest due `run_at`, not a coarse poll.
 //! Judged by the start times in the external log. These are the only timed assertions of the suite.
 
 use std::time::Duration;

@@ -71,7 +71,7 @@ async fn the_cap_is_bounded_by_the_slot_table() {
     assert_eq!(settings::load(&db.pool).await.unwrap().concurrent_runs, 64);
 }
 
-/// `migrate` seeds every SPEC §8 setting, and a value changed later survives another migrate.
+/// `migrate` seeds every docs/settings.md setting, and a value changed later survives another migrate.
 #[tokio::test]
 async fn migrate_seeds_settings_and_keeps_changes() {
     let db = support::db("seed_settings").await;

@@ -11,7 +11,7 @@ use sqlx::PgPool;
 
 use crate::support::{self, process};
 
-/// Changing a setting needs admin on `*` (SPEC §9); the test database gives it to the admin tests' actor.
+/// Changing a setting needs admin on `*` (docs/permissions.md); the test database gives it to the admin tests' actor.
 const ACTOR: &str = support::ADMIN_ACTOR;
 
 fn settings_cmd(url: &str, args: &[&str]) -> Output {

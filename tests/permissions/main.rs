@@ -1,4 +1,4 @@
-//! Permissions (SPEC §9), the audit on both clusters, and the Studio start path (issue 7), against the real test
+//! Permissions (docs/permissions.md), the audit on both clusters, and the Studio start path (issue 7), against the real test
 //! bed: real previews of real queues, the SQL functions the Studio backend calls, the CLI as an operator types it,
 //! and a real move whose grant is withdrawn between batches, judged by a census of payload ids.
 //!
@@ -483,7 +483,7 @@ async fn a_grant_revoked_mid_run_stops_it_in_words_and_nothing_is_lost() {
 }
 
 /// A worker dies right after recording its first batch as in doubt; the grant is withdrawn before another worker
-/// claims the run. The batch in doubt is settled first (SPEC §7 I6: the target's duplicate cache still holds it),
+/// claims the run. The batch in doubt is settled first (docs/guarantees.md, I6: the target's duplicate cache still holds it),
 /// then the run stops with the words of the missing grant.
 #[tokio::test]
 async fn a_grant_revoked_while_a_batch_is_in_doubt_settles_it_first_then_stops() {

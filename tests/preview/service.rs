@@ -34,7 +34,7 @@ async fn registered_pool(bed: &TestBed) -> sqlx::PgPool {
         let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
         store::add(&pool, &Cluster { name: cluster.into(), credentials_ref: "testbed".into(), nodes }).await.unwrap();
     }
-    // The operators of these tests may move from and send to every cluster (SPEC §9).
+    // The operators of these tests may move from and send to every cluster (docs/permissions.md).
     sqlx::query(
         "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) \
          SELECT p, '*', 'admin', 'test' FROM unnest(ARRAY['alice', 'bob', 'carol']) AS p",

@@ -275,7 +275,7 @@ async fn full_target_waits_and_proceeds_when_drained(label: &str, policy: &str) 
     let events = event_kinds(&world, run).await;
     assert!(events.iter().any(|e| e == "waiting_for_room"), "no waiting_for_room event: {events:?}");
     assert_eq!(counters.delivered, 100, "{counters:?}");
-    // Address-full waits; it never proves a message poison (SPEC §4.4).
+    // Address-full waits; it never proves a message poison (docs/dead-message-queue.md).
     assert_eq!(counters.dead_lettered, 0, "{counters:?}");
 
     let left_on_target = census(bed.node("west-1"), &target).await;

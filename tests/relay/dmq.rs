@@ -1,4 +1,4 @@
-//! The dead message queue (SPEC §4.4, issue 7): a proven poison message leaves the run's way for a DMQ on the
+//! The dead message queue (docs/dead-message-queue.md, issue 7): a proven poison message leaves the run's way for a DMQ on the
 //! source broker with its reasons, the rest is delivered once; a chain falls through refusing queues; no DMQ
 //! accepting stops the run with the message in staging and its properties logged; a copy records its poison;
 //! a crash between the DMQ commit and the batch's record counts it once; and a real broker refusal (a message

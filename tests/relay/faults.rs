@@ -568,7 +568,7 @@ async fn broker_fault(fault: BrokerFault) {
     let total_secs = struck.elapsed().as_secs_f64();
     assert_eq!(counters.delivered, i64::from(N), "{counters:?}");
     assert_eq!(counters.staged, i64::from(N), "{counters:?}");
-    // A broker that froze or died is a connection error: it never proves a message poison (SPEC §4.4).
+    // A broker that froze or died is a connection error: it never proves a message poison (docs/dead-message-queue.md).
     assert_eq!(counters.dead_lettered, 0, "{counters:?}");
 
     let on_target = census(&dst_node, &target).await;

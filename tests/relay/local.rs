@@ -1,4 +1,4 @@
-//! A move on one node (SPEC §2: the broker's own move in chunks, no staging, no relay) by the whole queue, a filter
+//! A move on one node (docs/guarantees.md: the broker's own move in chunks, no staging, no relay) by the whole queue, a filter
 //! and ids; a stop between chunks and a resume; a worker that dies between the broker's move and the count's write;
 //! and a redistribution to another node of the same cluster (east-1 → east-2, same queue name, a cross-node move
 //! sent to the FQQN). Judged by a census of payload ids taken with the Java client.

@@ -1,4 +1,4 @@
-//! Orphans (SPEC §2): a staging queue no run owns, made for real — `staging::prepare` for a random uuid, filled by
+//! Orphans (docs/guarantees.md): a staging queue no run owns, made for real — `staging::prepare` for a random uuid, filled by
 //! the broker's move from two source queues, plus messages sent straight into it (no `_AMQ_ORIG_QUEUE`) — is
 //! listed (the DMQ and staging queues that a run owns are not), and returned: each message back on its own original
 //! queue, those without one on the queue the operator names (refused without one, nothing moved), staging gone.

@@ -1,4 +1,4 @@
-//! What the target receives (SPEC §6), against the real test bed and judged by the official Java client.
+//! What the target receives (docs/guarantees.md, "What the target receives"), against the real test bed and judged by the official Java client.
 //!
 //! The Java helper produces messages of every body type, header and property type on east-1, plus a large
 //! message and two compressed ones (one regular-sized, one large). A move: the broker's own `moveMessages` takes

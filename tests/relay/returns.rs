@@ -1,4 +1,4 @@
-//! Stop and return to source (SPEC §4.5): a stopped move's staging goes back to the source queue, in-doubt
+//! Stop and return to source (docs/guarantees.md, "Stop, resume, return"): a stopped move's staging goes back to the source queue, in-doubt
 //! batches are settled first, a target that cannot be reached leaves them in staging and fails the return in
 //! words, and a worker that dies during a return is replaced. Judged by the census.
 

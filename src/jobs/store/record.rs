@@ -152,7 +152,7 @@ pub async fn setting_list(db: impl PgExecutor<'_>) -> Result<Vec<(String, serde_
 /// One row of `setting`: a key, its value, who changed it last and when.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct SettingRow {
-    /// The setting (SPEC §8), e.g. `batch_size`.
+    /// The setting (docs/settings.md), e.g. `batch_size`.
     pub key: String,
     /// Its value: a number, a list of names, or null for none.
     #[schema(schema_with = value_schema)]

@@ -321,7 +321,7 @@ impl<'a> Batch<'a> {
     }
 
     /// Ids the dead-letter intent names that are gone from staging went to a DMQ in a source transaction that
-    /// committed (SPEC §4.4; see dmq.rs): not delivered. Counted with their event in one fenced write that also
+    /// committed (docs/dead-message-queue.md; see dmq.rs): not delivered. Counted with their event in one fenced write that also
     /// takes them out of doubt, so a crash before the batch's mark cannot count them again. Returns how many.
     async fn count_dead_lettered(&mut self, missing: &[i64]) -> Result<usize, RelayError> {
         let dead: Vec<i64> = missing.iter().copied().filter(|id| self.run.relay.dead_letter.contains(id)).collect();
@@ -567,7 +567,7 @@ impl<'a> Batch<'a> {
         Ok(())
     }
 
-    /// Step 5b: the proven poison to a dead message queue, each in its own source transaction (SPEC §4.4).
+    /// Step 5b: the proven poison to a dead message queue, each in its own source transaction (docs/dead-message-queue.md).
     async fn dead_letter_staged(
         &mut self,
         source: &mut SourceSide,

@@ -320,7 +320,7 @@ impl<'a> Slice<'a> {
     /// every batch goes through (`pipeline::batch`): the target guarded, a batch browsed past the ledger, marked in
     /// doubt, sent, its poison dead-lettered, and the ledger and counters recorded.
     async fn batch(&mut self) -> Step<Batched> {
-        // Before every batch, as a move's (SPEC §9): nothing is in doubt between a copy's batches, so a revoked
+        // Before every batch, as a move's (docs/permissions.md): nothing is in doubt between a copy's batches, so a revoked
         // grant stops the run at once.
         if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(self.ctx).await? {
             return Ok(ControlFlow::Break(revoked));
@@ -457,7 +457,7 @@ impl<'a> Slice<'a> {
         Ok(ControlFlow::Continue(landed))
     }
 
-    /// Proven poison to a dead message queue on the source broker (SPEC §4.4): sent there, then recorded in the
+    /// Proven poison to a dead message queue on the source broker (docs/dead-message-queue.md): sent there, then recorded in the
     /// ledger with the batch so it is not copied again. A crash between the two re-proves it, and the DMQ refuses
     /// its duplicate id: recorded then (see dmq.rs).
     async fn dead_letter(

@@ -1,4 +1,4 @@
-//! The dead message queue (SPEC §4.4, modelled on the JMS bridge's DMQ of seed 003).
+//! The dead message queue (docs/dead-message-queue.md, modelled on the JMS bridge's DMQ of seed 003).
 //!
 //! **Why it exists.** A message the target broker refuses on its own — not for room, disk, rights or a lost
 //! connection, which wait, stop or retry — would send its batch round the retry loop for ever, and every message
@@ -19,7 +19,7 @@
 //!
 //! **The DMQ message** ([`dmq_headers`]): the body verbatim, the priority and durability of the message, the
 //! optional `dmq time-to-live` (else no expiry), the bookkeeping removed and the trace added exactly as for the
-//! target (SPEC §6), and the reason properties of [`props`].
+//! target (docs/guarantees.md, "What the target receives"), and the reason properties of [`props`].
 //!
 //! **Crash safety of a move.** A `kill -9` between the DMQ commit (staging acknowledged) and the batch's Postgres
 //! commit leaves the message's staging id in doubt and gone from staging, which the next claim's reconcile would
@@ -190,7 +190,7 @@ pub(crate) fn none_accepted_words(id_words: &str, tried: &[Tried]) -> String {
 }
 
 /// The DMQ message's headers: the message as the target would have had it (bookkeeping removed, trace added,
-/// SPEC §6) sent to `dmq`, with the time-to-live of the settings and the reason properties.
+/// docs/guarantees.md, "What the target receives") sent to `dmq`, with the time-to-live of the settings and the reason properties.
 fn dmq_headers(
     original: &MessageHeaders,
     received_id: i64,

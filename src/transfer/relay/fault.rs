@@ -11,12 +11,12 @@
 //! `target-commit` and `source-commit` too; `return` (after a return's broker move); and
 //! `local-move` (after the broker's move of a chunk on one node, before its count is written). A copy's
 //! (SPEC §5): `copy-browse` (a batch browsed, nothing sent), `copy-target-commit` (committed on the target, not
-//! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice). The dead message queue's (SPEC §4.4):
+//! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice). The dead message queue's (docs/dead-message-queue.md):
 //! `dmq-commit` (a poison message committed on a DMQ, its batch not yet recorded in Postgres). A run stopped
 //! because its target lost the duplicate-id cache while a batch was in doubt: `cache-lost` (after the stop's
 //! commit).
 //!
-//! A second seam, for the dead message queue's tests (SPEC §4.4): `ARTEMIS_TRANSFER_FAULT_REFUSE=<property>=<value>`
+//! A second seam, for the dead message queue's tests (docs/dead-message-queue.md): `ARTEMIS_TRANSFER_FAULT_REFUSE=<property>=<value>`
 //! makes every target send of a message whose property `<property>` reads `<value>` (a string, or an integer
 //! written in decimal) fail as the target broker's refusal would, without sending it: a real poison message is
 //! rare, and the relay must be shown to prove and dead-letter one.

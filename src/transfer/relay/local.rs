@@ -1,4 +1,4 @@
-//! A move on one node (SPEC §2): source and target queues on the same broker, so no staging and no relay — the
+//! A move on one node (docs/guarantees.md): source and target queues on the same broker, so no staging and no relay — the
 //! broker's own move straight into the target queue, `moveMessages(flushLimit, filter, target, false, count)` for
 //! a filter or the whole queue, `moveMessage(id, target)` for ids. One job per chunk (a batch's worth), paced like
 //! the relay, so a stop takes effect between chunks; each chunk's result is counted in a transaction fenced by the
@@ -19,7 +19,7 @@
 //!   says how many (the copies carry `_AMQ_ORIG_QUEUE`, but the target may be consumed, and counting it scans only
 //!   a browse page). The count asked is added to `uncertain` as an upper bound, and the run ends Partial saying
 //!   so, with `selected` unknown for a filter. This is acceptable because only the counters are unsure — every
-//!   message is exactly once on a broker (SPEC §7 I1), the window is one management call wide, and the run says
+//!   message is exactly once on a broker (docs/guarantees.md, I1), the window is one management call wide, and the run says
 //!   what it does not know rather than guessing.
 //!
 //! The target is re-checked before every chunk as a relay batch re-checks it (a target that became filtered,

@@ -104,7 +104,7 @@ pub enum Phase {
     Finish,
     /// Return to source (§4.5).
     Return,
-    /// A move on one node (SPEC §2): one chunk of the broker's own move straight into the target queue, or the
+    /// A move on one node (docs/guarantees.md): one chunk of the broker's own move straight into the target queue, or the
     /// end of the run once the selection is exhausted.
     LocalMove,
     /// A copy (SPEC §5): one time slice of batches from one browser of the source.

@@ -1,4 +1,4 @@
-//! What the target's refusal of one message says (SPEC §4.4): whether it can make the message poison, and why it
+//! What the target's refusal of one message says (docs/dead-message-queue.md): whether it can make the message poison, and why it
 //! is dead-lettered once proven. The judgement the target side makes ([`super::send`]) and the dead message queue
 //! ([`super::dmq`]) records, kept apart from both so neither depends on the other's work.
 

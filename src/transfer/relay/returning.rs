@@ -1,4 +1,4 @@
-//! A return's batch in doubt (SPEC §4.5), settled through the steps every relay batch goes through
+//! A return's batch in doubt (docs/guarantees.md, "Stop, resume, return"), settled through the steps every relay batch goes through
 //! (`pipeline::batch`): the return's [`Take`] — the run's ids in doubt received from staging, sent to the target
 //! again, acknowledged there — so it proves a refused message as a batch does, admits a resend by the batch's own
 //! rule, and counts what landed by the batch's own count.
@@ -73,7 +73,7 @@ struct InDoubt {
     /// Still in staging: to be re-sent (the target's duplicate cache drops those it has).
     wanted: HashSet<i64>,
     /// Gone from staging and named by the dead-letter intent: sent to a dead message queue by that attempt
-    /// (SPEC §4.4), as a batch's reconcile counts them.
+    /// (docs/dead-message-queue.md), as a batch's reconcile counts them.
     dead: usize,
     /// Gone from staging otherwise: delivered by the attempt that recorded them.
     gone: usize,

@@ -209,12 +209,12 @@ pub(crate) struct Sent {
     pub already: i64,
     /// Whether the batch went one message per transaction.
     pub one_by_one: bool,
-    /// Messages proven poison (SPEC §4.4): never committed on the target; the rest of the batch is.
+    /// Messages proven poison (docs/dead-message-queue.md): never committed on the target; the rest of the batch is.
     pub poison: Vec<Poison>,
 }
 
 /// Sends a batch to the target in one transaction and commits it, once `watch` finds the target queue still acceptable
-/// after the sends, proving poison (SPEC §4.4). Artemis rejects a whole transaction that holds one duplicate, so a
+/// after the sends, proving poison (docs/dead-message-queue.md). Artemis rejects a whole transaction that holds one duplicate, so a
 /// whole transaction refused for a duplicate or for a refusal that may be one message's ([`poison::may_be_poison`])
 /// goes again one message per transaction; there a message the target refuses on its own is tried `target_attempts`
 /// times in all. Only when at least one other message of the batch was committed meanwhile are the refused ones proven

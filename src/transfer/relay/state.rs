@@ -45,7 +45,7 @@ pub struct RelayState {
     /// A move on one node: ids whose `moveMessage` failed with an error (not a "not found"), handed to the
     /// broker again before the cursor moves on. A failed call moved nothing: the broker's move is per message.
     pub retry_ids: Vec<i64>,
-    /// Staging ids about to be dead-lettered (SPEC §4.4), recorded before the source transaction that sends them
+    /// Staging ids about to be dead-lettered (docs/dead-message-queue.md), recorded before the source transaction that sends them
     /// to a dead message queue and acknowledges them from staging: an in-doubt id gone from staging that is named
     /// here was dead-lettered, not delivered (see `dmq`'s module doc).
     pub dead_letter: Vec<i64>,
@@ -134,7 +134,7 @@ pub struct Counters {
     /// is an upper bound (the lost call asked for this many).
     pub uncertain: i64,
     /// A copy: messages its browsers delivered, re-browsed ones and those not selected included (the cost of
-    /// browsing from the head after each slice; SPEC §5).
+    /// browsing from the head after each slice).
     pub browsed: i64,
     /// A whole-queue move's end: messages on the source that match the frozen filter but came after the count at
     /// `t0` — committed after it, or stamped at or before `t0` by a producer that sends no timestamp or whose clock
@@ -144,7 +144,7 @@ pub struct Counters {
     /// order (priority first), so on a deeper source some may lie beyond the scan.
     pub beyond_count: i64,
     /// A frozen selection's end: messages the run took beyond the broker's count at `t0` — stamped at or before
-    /// `t0` (so in the selection, SPEC §2) but committed after the count, by a producer whose transaction was open
+    /// `t0` (so in the selection, docs/guarantees.md) but committed after the count, by a producer whose transaction was open
     /// across it or whose clock is slow. `selected` stays the count; this says by how much the outcome exceeds
     /// it, as the end's proof found (at least this many: others may have taken counted messages meanwhile).
     pub taken_beyond_count: i64,

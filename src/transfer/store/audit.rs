@@ -1,4 +1,4 @@
-//! The audit trail's rows (SPEC §9).
+//! The audit trail's rows (docs/permissions.md).
 
 use sqlx::PgExecutor;
 

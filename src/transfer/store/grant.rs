@@ -1,4 +1,4 @@
-//! The grants (SPEC §9): who holds what on which cluster, and what a run needs. The rules themselves are SQL
+//! The grants (docs/permissions.md): who holds what on which cluster, and what a run needs. The rules themselves are SQL
 //! functions (`sql/functions/permissions.sql`) shared with the Studio start path.
 
 use sqlx::PgExecutor;

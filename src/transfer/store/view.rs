@@ -71,7 +71,7 @@ pub struct LinesQuery {
     pub limit: i64,
     /// Only runs in this state.
     pub state: Option<RunState>,
-    /// Only runs both of whose clusters this principal may see (SPEC §9); `None`: every run.
+    /// Only runs both of whose clusters this principal may see (docs/permissions.md); `None`: every run.
     pub visible_to: Option<String>,
     /// Only runs after this one in the list's order — made at, and with the id of, the last run of the previous
     /// page: the keyset of the next page (runs made in the same instant are neither skipped nor repeated).

@@ -43,7 +43,7 @@ pub async fn db(label: &str) -> Db {
 pub async fn migrated(url: String) -> Db {
     let pool = pool(&url, 12).await;
     jobs::migrate(&pool, &defaults(), "test").await.expect("migrate a fresh database");
-    // The actor of the admin-command tests (tests/jobs/admin.rs) holds the admin grant they need (SPEC §9),
+    // The actor of the admin-command tests (tests/jobs/admin.rs) holds the admin grant they need (docs/permissions.md),
     // written as the Studio backend would, so no audit row of a grant precedes theirs.
     sqlx::query(
         "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, '*', 'admin', 'test') \

@@ -140,7 +140,7 @@ impl World {
                 .unwrap();
         }
         // The operators the tests act as ("tester"; "test" for runs started through the engine) may do anything
-        // on every cluster: a run re-checks its operator's grants before every batch (SPEC §9).
+        // on every cluster: a run re-checks its operator's grants before every batch (docs/permissions.md).
         for operator in [OPERATOR, "test"] {
             grant_all(&pool, operator).await;
         }
@@ -427,7 +427,7 @@ pub async fn register_scratch(world: &World, cluster: &str, broker: &ScratchBrok
     store::add(&world.pool, &Cluster { name: cluster.into(), credentials_ref: "scratch".into(), nodes }).await.unwrap();
 }
 
-// The run's own numbers against the census (issue 13, SPEC §7 I2).
+// The run's own numbers against the census (issue 13, docs/guarantees.md, I2).
 
 /// What the Java client's census found of a run's selection once the run ended, for [`assert_accounting`].
 /// Made by [`Census::moved`] or [`Census::copied`]; the builder methods add what a test has besides.
@@ -523,7 +523,7 @@ impl<'a> Census<'a> {
 }
 
 /// Asserts that a run's own numbers (`Counters`, as [`World::wait_run`] returned them at the run's end) equal the
-/// census (SPEC §7 I2), for the selection's payload ids; on failure it shows the run's numbers and the census's side
+/// census (docs/guarantees.md, I2), for the selection's payload ids; on failure it shows the run's numbers and the census's side
 /// by side.
 ///
 /// - `selected` is the selection's size (ids, plus those `gone`), unless the census says the run cannot know it.
