@@ -328,6 +328,66 @@ mod tests {
         }
     }
 
+    /// The docs whose `sh` blocks show command lines.
+    const DOCS_WITH_COMMANDS: &[(&str, &str)] = &[
+        ("README.md", include_str!("../../README.md")),
+        ("docs/permissions.md", include_str!("../../docs/permissions.md")),
+        ("docs/settings.md", include_str!("../../docs/settings.md")),
+        ("docs/studio-integration.md", include_str!("../../docs/studio-integration.md")),
+    ];
+
+    /// The `artemis-transfer …` command lines of the `sh` blocks of `markdown`, continuation lines joined, each as
+    /// the words the binary would get: up to a comment, a redirection or the next command; a shell expansion
+    /// (`"$run"`, `"$(jq …)"`) stands for a run id.
+    fn command_lines(markdown: &str) -> Vec<Vec<String>> {
+        let mut lines = Vec::new();
+        let (mut in_block, mut pending) = (false, String::new());
+        for line in markdown.lines() {
+            if line.starts_with("```") {
+                in_block = line == "```sh";
+                continue;
+            }
+            if !in_block {
+                continue;
+            }
+            pending.push_str(line.trim_end().trim_end_matches('\\'));
+            if line.trim_end().ends_with('\\') {
+                continue;
+            }
+            let command = std::mem::take(&mut pending);
+            let Some(rest) = command.trim_start().strip_prefix("artemis-transfer ") else { continue };
+            let words = shlex::split(rest).unwrap_or_else(|| panic!("not shell words: {command}"));
+            let end = ["#", ";", "&", "|", "||", "&&"];
+            let words = words.into_iter().take_while(|w| !end.contains(&w.as_str()) && !w.starts_with(['>', '#']));
+            let run = "4f0c3a9e-5b1d-4c2e-9a7f-0d6e8b1c2a3f";
+            lines.push(words.map(|w| if w.contains('$') { run.to_owned() } else { w }).collect());
+        }
+        lines
+    }
+
+    #[test]
+    fn every_command_line_of_the_docs_parses() {
+        let mut seen = 0;
+        for (doc, text) in DOCS_WITH_COMMANDS {
+            for words in command_lines(text) {
+                let argv = std::iter::once("artemis-transfer".to_owned()).chain(words.iter().cloned());
+                if let Err(e) = Cli::try_parse_from(argv) {
+                    panic!("{doc}: `artemis-transfer {}` does not parse:\n{e}", words.join(" "));
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen > 30, "{seen} command lines");
+    }
+
+    #[test]
+    fn command_lines_are_read_as_a_shell_would() {
+        let markdown = "```sh\nartemis-transfer stop \"$run\" --reason 'a b' # why\nartemis-transfer serve \\\n  \
+                        --listen x >out\nls\n```\n```text\nartemis-transfer nope\n```\n";
+        let run = "4f0c3a9e-5b1d-4c2e-9a7f-0d6e8b1c2a3f";
+        assert_eq!(command_lines(markdown), [vec!["stop", run, "--reason", "a b"], vec!["serve", "--listen", "x"]]);
+    }
+
     #[test]
     fn admin_commands_parse() {
         let cli = Cli::try_parse_from(["artemis-transfer", "admin", "--actor", "ops", "prune", "--older-than", "7d"])

@@ -4,6 +4,7 @@
 mod cli;
 mod limiter;
 mod live_nodes;
+mod readme;
 mod service;
 
 use std::time::Duration;
