@@ -15,6 +15,8 @@ use crate::jobs::prune::Retention;
 use crate::jobs::retry::RetryPolicy;
 use crate::jobs::settings::Settings;
 
+pub mod reference;
+
 /// The built-in defaults.
 const DEFAULTS: &str = include_str!("../config/default.toml");
 
@@ -87,58 +89,65 @@ impl std::fmt::Debug for DatabaseUrl {
     }
 }
 
-/// `[database]`.
-#[derive(Debug, Clone, Deserialize)]
+/// `[database]`: the Postgres pool of each process. The URL comes from `DATABASE_URL` alone.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseConfig {
     /// From `DATABASE_URL`, never from a file.
     #[serde(skip)]
+    #[schema(ignore)]
     pub url: Option<DatabaseUrl>,
-    /// Pool size per process.
+    /// The most connections a process opens; a worker opens up to `worker.concurrency + 3` if that is more (one per
+    /// job in flight, the claim loop, LISTEN, one spare). Connections are opened as needed.
     pub max_connections: u32,
-    /// How long to wait for a connection.
+    /// How long a process waits for a connection (at start, and from its pool) before it gives up.
     pub connect_timeout_secs: u64,
 }
 
-/// `[worker]`.
-#[derive(Debug, Clone, Deserialize)]
+/// `[worker]`: how an `artemis-transfer worker` process claims and runs jobs.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerConfig {
-    /// Jobs one process runs at once.
+    /// Jobs one worker process runs at once (`worker --concurrency` overrides it).
     pub concurrency: usize,
-    /// A claim's lease.
+    /// How long a claim is good for without a heartbeat: a worker that dies is replaced after at most this long.
     pub lease_secs: f64,
-    /// Lease renewal period.
+    /// How often a running job renews its lease (below `lease_secs`).
     pub heartbeat_secs: f64,
-    /// How long one job may run before the executor stops it and retries it (a stalled handler would
-    /// otherwise keep its lease by heartbeating forever).
+    /// How long one job may run before it is stopped and retried, an attempt spent (a handler that hangs while
+    /// its worker lives on would otherwise keep its lease by heartbeating). Above `lease_secs`; a copy's time slice
+    /// ends by half of it.
     pub job_deadline_secs: f64,
-    /// Poll fallback.
+    /// How often a worker looks for due jobs when no notification wakes it sooner.
     pub poll_interval_ms: u64,
-    /// Pause after a claim that lost a race.
+    /// The pause after a claim that found a due job another worker was taking.
     pub claim_cooldown_ms: u64,
-    /// Graceful shutdown limit.
+    /// On SIGTERM: stop claiming, let jobs in flight finish for at most this long, then exit (jobs still running
+    /// are left to their lease).
     pub shutdown_timeout_secs: u64,
 }
 
-/// `[retry]`.
-#[derive(Debug, Clone, Deserialize)]
+/// `[retry]`: how a job that failed for a transient reason (a broker or the database not answering) is retried.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
-    /// Attempts per job.
+    /// Attempts of one job before its run is Interrupted (claims that expired count, so a job that kills its
+    /// workers ends instead of killing every replica).
     pub max_attempts: i32,
-    /// First backoff.
+    /// The first backoff between attempts.
     pub min_delay_ms: u64,
-    /// Longest backoff before jitter.
+    /// The longest backoff, before jitter.
     pub max_delay_secs: u64,
-    /// Growth per attempt.
+    /// How much the backoff grows per attempt.
     pub factor: f32,
-    /// Random extra wait.
+    /// Whether a random extra wait is added to each backoff.
     pub jitter: bool,
 }
 
-/// `[retention]`.
-#[derive(Debug, Clone, Deserialize)]
+/// `[retention]`: every worker prunes ended runs with their jobs and events, at start and then periodically, one
+/// replica at a time. Never pruned: live runs, stopped/interrupted/failed runs that still hold a staging queue, and
+/// the audit table.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetentionConfig {
     /// Runs that ended more than this many days ago are pruned (unless they hold staging).
@@ -147,32 +156,36 @@ pub struct RetentionConfig {
     pub prune_interval_secs: u64,
 }
 
-/// `[api]`.
-#[derive(Debug, Clone, Deserialize)]
+/// `[api]`: `artemis-transfer serve`, the HTTP API. Its bearer tokens come from the environment, never from here.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiConfig {
-    /// Where `serve` listens.
+    /// Where `serve` listens, host:port (`serve --listen` overrides it). Plain HTTP beyond loopback is warned of.
     pub listen: String,
-    /// The certificate chain (PEM) `serve` presents; with `tls_key` the API is served over TLS, and with neither
-    /// over plain HTTP.
+    /// The certificate chain (PEM, the server's own first) `serve` presents; with `tls_key` the API is served over
+    /// TLS, and with neither over plain HTTP (`serve --tls-cert`).
+    #[schema(value_type = Option<String>)]
     pub tls_cert: Option<PathBuf>,
-    /// The certificate's private key (PEM).
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1; `serve --tls-key`).
+    #[schema(value_type = Option<String>)]
     pub tls_key: Option<PathBuf>,
     /// How long a preview made through the API may be executed.
     pub preview_valid_secs: u64,
     /// How often an event stream looks for news.
     pub events_poll_ms: u64,
-    /// Requests a second each service may make, on average.
+    /// Requests a second each service may make, on average (a token bucket per service, per replica; over it: 429
+    /// with Retry-After). /health, /ready, /metrics and /openapi.json are not limited.
     pub rate_per_second: f64,
     /// Requests a service may make at once after a quiet spell.
     pub rate_burst: u32,
-    /// Requests a second without a known token, per client address.
+    /// Requests a second without a known token, per client address (behind a proxy, the proxy's).
     pub unidentified_per_second: f64,
     /// Requests without a known token a client address may make at once.
     pub unidentified_burst: u32,
-    /// A request not answered within this long is answered 503 (event streams excepted).
+    /// A request not answered within this long is answered 503 request-timeout (event streams excepted).
     pub request_timeout_ms: u64,
-    /// How often the tokens file is looked at for a change.
+    /// How often the tokens file (ARTEMIS_TRANSFER_API_TOKENS_FILE) is looked at for a change; SIGHUP reads it at
+    /// once.
     pub tokens_poll_ms: u64,
 }
 
@@ -211,7 +224,7 @@ impl ApiConfig {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// `[database]`.
@@ -225,6 +238,7 @@ pub struct Config {
     /// `[api]`.
     pub api: ApiConfig,
     /// `[settings]`: the runtime settings' defaults (docs/settings.md).
+    #[schema(inline)]
     pub settings: Settings,
 }
 

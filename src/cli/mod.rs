@@ -331,6 +331,7 @@ mod tests {
     /// The docs whose `sh` blocks show command lines.
     const DOCS_WITH_COMMANDS: &[(&str, &str)] = &[
         ("README.md", include_str!("../../README.md")),
+        ("docs/deployment.md", include_str!("../../docs/deployment.md")),
         ("docs/permissions.md", include_str!("../../docs/permissions.md")),
         ("docs/settings.md", include_str!("../../docs/settings.md")),
         ("docs/studio-integration.md", include_str!("../../docs/studio-integration.md")),

@@ -16,24 +16,27 @@ use crate::jobs::error::{DbContext, Error};
 pub use crate::jobs::store::record::value_schema;
 use crate::jobs::store::record::{self, SettingRow};
 
+/// `[settings]`: the runtime settings' defaults, which `artemis-transfer migrate` writes where the database has no
+/// value yet. At runtime the database's value counts: change it with `settings set` (docs/settings.md).
+///
 /// Every runtime setting. Field names are the keys of the `setting` table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Messages per relay transaction; staging holds at most twice this. Read before every batch (a change is
-    /// safe mid-run: see `cli::settings`); a batch never exceeds the target address's duplicate-id cache.
+    /// safe mid-run); a batch never exceeds the target address's duplicate-id cache.
     pub batch_size: u32,
-    /// Ceiling on one run's rate (durable pacing via `run_at`).
+    /// Ceiling on one run's rate, in messages a second (the next batch is due when the rate allows).
     pub messages_per_second: f64,
     /// Runs executing at once across every cluster and every replica (1..=64).
     pub concurrent_runs: u32,
-    /// How full the target address or disk may get before a run waits.
+    /// How full (in %) the target address or disk may get before a run waits.
     pub capacity_threshold_pct: u32,
-    /// How long a run waits for room before it stops.
+    /// How long (seconds) a run waits for room before it stops.
     pub capacity_wait_secs: u64,
-    /// Above this a run needs an explicit override.
+    /// Above this many messages, or of an unknown size, a run needs `--override-cap` and the source queue's name.
     pub safety_cap: u64,
-    /// A batch also ends at this many body bytes.
+    /// A batch also ends at this many body bytes (at least 1 MiB); bounds a worker's memory and spool.
     pub batch_bytes: u64,
     /// The per-node management rate limit shared with the rest of Studio (`transfer_node_permit`).
     pub node_calls_per_second: f64,
@@ -45,7 +48,7 @@ pub struct Settings {
     pub dmq_send_attempts: u32,
     /// Seconds between those sends.
     pub dmq_send_interval_secs: u64,
-    /// Expiry given to a dead-lettered message; `None` = none.
+    /// Expiry (seconds) given to a dead-lettered message; unset: none.
     #[serde(default)]
     pub dmq_time_to_live_secs: Option<u64>,
 }
