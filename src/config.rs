@@ -125,6 +125,12 @@ pub struct WorkerConfig {
     /// On SIGTERM: stop claiming, let jobs in flight finish for at most this long, then exit (jobs still running
     /// are left to their lease).
     pub shutdown_timeout_secs: u64,
+    /// Where large message bodies are spooled: a directory of the worker's user alone (made with mode 0700 when
+    /// missing; refused when others may write in it), shared by the workers of a host. Unset:
+    /// `$TMPDIR/artemis-transfer-spool-<uid>`. See docs/deployment.md, "The spool directory".
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub spool_dir: Option<PathBuf>,
 }
 
 /// `[retry]`: how a job that failed for a transient reason (a broker or the database not answering) is retried.
@@ -487,6 +493,16 @@ mod tests {
         .unwrap();
         assert_eq!(config.api.tls_cert, Some(PathBuf::from("/etc/transfer/cert.pem")));
         assert_eq!(config.api.tls_key, Some(PathBuf::from("/etc/transfer/key.pem")));
+    }
+
+    #[test]
+    fn the_spool_directory_is_unset_by_default_and_set_like_any_key() {
+        let config = Config::from_sources(None, env(&[])).unwrap();
+        assert_eq!(config.worker.spool_dir, None);
+        let config =
+            Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__SPOOL_DIR", "/var/cache/transfer/spool")]))
+                .unwrap();
+        assert_eq!(config.worker.spool_dir, Some(PathBuf::from("/var/cache/transfer/spool")));
     }
 
     #[test]

@@ -206,7 +206,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
                 executor: config.executor(),
                 shutdown_timeout: Duration::from_secs(config.worker.shutdown_timeout_secs),
             };
-            let relay = crate::transfer::relay::RelayConfig::default().within_deadline(options.executor.deadline);
+            let mut relay = crate::transfer::relay::RelayConfig::default().within_deadline(options.executor.deadline);
+            if let Some(dir) = &config.worker.spool_dir {
+                relay.spool_dir = dir.clone();
+            }
             let registry = worker::transfer_registry(&pool, relay)?;
             let _pruner = worker::spawn_pruner(pool.clone(), options.claim.owner.clone(), config.retention());
             worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;

@@ -59,7 +59,7 @@ pub fn registry() -> Registry {
 }
 
 /// Every handler of this build: `probe` and the transfer kinds, whose management calls draw from the per-node
-/// permits in `pool`. Makes (or empties) the relay's spool directory.
+/// permits in `pool`. Makes the relay's spool (refused when its directory is not private).
 pub fn transfer_registry(pool: &PgPool, relay: RelayConfig) -> Result<Registry, SpoolError> {
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
     Ok(registry().with(relay::KIND, TransferHandler::new(relay, Some(permits))?))

@@ -83,3 +83,34 @@ fn the_deployment_guide_lists_every_metric() {
     }
     assert!(seen >= 6, "{seen}");
 }
+
+/// A worker whose spool directory others may write in refuses to start, saying which directory, why, and which key
+/// to set — before it claims anything.
+#[tokio::test]
+async fn a_worker_refuses_a_spool_directory_others_may_write_in() {
+    use std::os::unix::fs::PermissionsExt;
+    let database_url = testbed::postgres::fresh_database("spool_refused").await;
+    let dir = std::env::temp_dir().join(testbed::unique_name("shared_spool"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let binary = env!("CARGO_BIN_EXE_artemis-transfer");
+    let migrated =
+        std::process::Command::new(binary).arg("migrate").env("DATABASE_URL", &database_url).output().unwrap();
+    assert!(migrated.status.success(), "{}", String::from_utf8_lossy(&migrated.stderr));
+    let out = tokio::process::Command::new(binary)
+        .arg("worker")
+        .env("DATABASE_URL", &database_url)
+        .env("ARTEMIS_TRANSFER__WORKER__SPOOL_DIR", &dir)
+        .env_remove("ARTEMIS_TRANSFER_CONFIG")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), out).await.expect("it stops at once").unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for words in
+        [dir.display().to_string(), "may be written by others".into(), "ARTEMIS_TRANSFER__WORKER__SPOOL_DIR".into()]
+    {
+        assert!(stderr.contains(&words), "{words:?} not in:\n{stderr}");
+    }
+}

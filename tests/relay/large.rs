@@ -47,11 +47,14 @@ pub(crate) fn proc_status_bytes(pid: u32, field: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Total size of the files in `dir` (0 when it does not exist).
+/// Total size of the files in `dir` and its subdirectories (0 when it does not exist).
 fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
-        .unwrap_or(0)
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter_map(|e| Some((e.path(), e.metadata().ok()?)))
+        .map(|(path, meta)| if meta.is_dir() { dir_bytes(&path) } else { meta.len() })
+        .sum()
 }
 
 /// A Java browse of `queue` that saw all `expected` messages. The JMS `QueueBrowser` ends at the first
@@ -128,7 +131,10 @@ async fn large_messages_move_byte_equal_with_bounded_worker_memory_and_spool() {
     let mut world = World::new("large", &[]).await;
     let w = world.spawn_worker("w1", &[]).await;
     let pid = world.workers[w].pid();
-    let spool_dir: PathBuf = world.log_dir.join(format!("artemis-transfer-spool-{pid}"));
+    // The worker's TMPDIR is the log directory, and it runs as this test's user: its spool is under
+    // `artemis-transfer-spool-<uid>` there (the default base), in a subdirectory of its own.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&world.log_dir).unwrap());
+    let spool_dir: PathBuf = world.log_dir.join(format!("artemis-transfer-spool-{uid}"));
     let stored = world
         .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
         .await;

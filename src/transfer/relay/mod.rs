@@ -123,7 +123,7 @@ impl Phase {
 /// How a worker runs moves.
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
-    /// Where large bodies are spooled (one directory per worker process).
+    /// The base directory large bodies are spooled under (a subdirectory per worker process; see [`spool`]).
     pub spool_dir: PathBuf,
     /// The TTL of the worker's Core connections: how soon a broker gives back what a dead worker was
     /// receiving. Kept under the job lease, so a re-claimed batch finds its messages back in staging.
@@ -148,7 +148,7 @@ impl RelayConfig {
 impl Default for RelayConfig {
     fn default() -> Self {
         RelayConfig {
-            spool_dir: std::env::temp_dir().join(format!("artemis-transfer-spool-{}", std::process::id())),
+            spool_dir: spool::default_base(),
             connection_ttl: Duration::from_secs(10),
             first_receive: Duration::from_secs(2),
             next_receive: Duration::from_millis(200),
@@ -170,7 +170,8 @@ pub struct TransferHandler {
 }
 
 impl TransferHandler {
-    /// A handler spooling under `config.spool_dir` (made or emptied now); management calls take `permits`.
+    /// A handler spooling under `config.spool_dir` (made private, or refused, now; what gone workers left there
+    /// removed); management calls take `permits`.
     pub fn new(
         config: RelayConfig,
         permits: Option<Arc<dyn PermitSource>>,
