@@ -385,6 +385,22 @@ mod tests {
     }
 
     #[test]
+    fn the_guarantees_page_says_what_every_run_state_means() {
+        let page = include_str!("../../docs/guarantees.md");
+        for state in crate::jobs::RunState::ALL {
+            assert!(page.contains(&format!("| `{state}` |")), "docs/guarantees.md has no row for the state {state}");
+        }
+    }
+
+    #[test]
+    fn the_permissions_page_shows_the_staging_security_setting_the_runs_ask_for() {
+        let page = include_str!("../../docs/permissions.md");
+        for line in crate::transfer::staging::SECURITY_SNIPPET.lines() {
+            assert!(page.contains(line), "docs/permissions.md lacks {line:?} of staging::SECURITY_SNIPPET");
+        }
+    }
+
+    #[test]
     fn command_lines_are_read_as_a_shell_would() {
         let markdown = "```sh\nartemis-transfer stop \"$run\" --reason 'a b' # why\nartemis-transfer serve \\\n  \
                         --listen x >out\nls\n```\n```text\nartemis-transfer nope\n```\n";

@@ -12,9 +12,8 @@ use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
 use testbed::jolokia::Jolokia;
 use testbed::{unique_name, Node, TestBed};
 
-/// Messages the example's filter `region = 'eu'` selects, and the rest: together deeper than the broker's
-/// management-browse-page-size (so the filter's size is unknown, as the README says) and the rest over the safety
-/// cap (1000), so both runs need `--override-cap`.
+/// Messages the example's filter `region = 'eu'` selects, and the rest: over the safety cap (1000), so the second
+/// run needs `--override-cap`, as the README says.
 const EU: u32 = 100;
 const OTHERS: u32 = 1_100;
 
