@@ -12,6 +12,8 @@ async fn main() -> ExitCode {
     cli::init_tracing(cli.log_format);
     match cli::run(cli).await {
         Ok(code) => code,
+        // `| head` closed the pipe: what was wanted was read.
+        Err(e) if cli::terminal::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // The whole chain once, on one line (ripgrep's convention).
             eprintln!("artemis-transfer: {}", cli::terminal::shown(&cli::error_chain(&e)));

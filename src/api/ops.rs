@@ -84,7 +84,7 @@ pub async fn ready(State(state): State<ApiState>) -> Response {
 /// The database's schema version when it is this build's; why not, in words, otherwise.
 async fn current_schema(pool: &sqlx::PgPool) -> Result<i64, String> {
     let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-    match crate::jobs::store::schema::schema_version(pool).await.map_err(unanswered)? {
+    match crate::jobs::store::schema::schema_level(pool).await.map_err(unanswered)? {
         Some(v) if v == newest => Ok(v),
         Some(v) if v > newest => {
             Err(format!("the database's schema ({v}) is newer than this build's ({newest}): deploy the newer build"))

@@ -48,8 +48,9 @@ pub enum ClusterCommand {
     Add {
         /// The cluster's name in the registry (used in `--from cluster/node/queue`).
         name: String,
-        /// The seed node's Core URL, e.g. tcp://broker-1:61616.
-        #[arg(long)]
+        /// The seed node's Core URL, e.g. tcp://broker-1:61616 (the broker's Core acceptor; its web console's
+        /// http:// address is --jolokia-url).
+        #[arg(long, value_parser = parse_core_url)]
         core_url: String,
         /// The seed node's Jolokia URL (default: derived from --core-url by the port convention).
         #[arg(long)]
@@ -236,6 +237,19 @@ async fn audited<T>(
 
 /// The seed: its Jolokia URL (given, or by the convention), its Core URL, and the members' URLs. A Jolokia URL
 /// given for the seed also applies to the member whose Core address is the seed's.
+/// A Core URL as `cluster add` takes it: anything but an HTTP one, which is the web console's (Jolokia), not the
+/// broker's Core acceptor — registering it would fail later, at the first relay, with words about the protocol.
+pub fn parse_core_url(url: &str) -> Result<String, String> {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme.to_ascii_lowercase());
+    if matches!(scheme.as_deref(), Some("http" | "https")) {
+        return Err(format!(
+            "{url} is a web address (the web console's, or Jolokia's): the Core URL is the broker's Core acceptor, \
+             e.g. tcp://broker-1:61616; give the Jolokia URL with --jolokia-url"
+        ));
+    }
+    Ok(url.to_owned())
+}
+
 fn seed(core_url: &str, jolokia_url: Option<String>, members: Vec<(String, String)>) -> Result<Seed, RegistryError> {
     let core = crate::registry::discover::core_host_port(core_url);
     let mut jolokia_by_core: BTreeMap<String, String> = members.into_iter().collect();

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 
 use crate::config::{Config, ConfigError};
@@ -134,6 +134,18 @@ pub enum CliError {
     /// Making a preview.
     #[error(transparent)]
     Preview(#[from] crate::transfer::service::ServiceError),
+    /// The database did not answer a first connection.
+    #[error(
+        "cannot connect to the database at {at} (DATABASE_URL): is Postgres running there, and may this host reach \
+         it?"
+    )]
+    Unreached {
+        /// Host, port and database (never the password).
+        at: String,
+        /// Why.
+        #[source]
+        source: sqlx::Error,
+    },
     /// Reading runs.
     #[error("the database: {0}")]
     Db(#[source] sqlx::Error),
@@ -152,6 +164,9 @@ pub enum CliError {
     /// The API's tokens.
     #[error(transparent)]
     Tokens(#[from] crate::api::tokens::TokensError),
+    /// The database was not brought up by this build's `migrate`: the words say what to run.
+    #[error("{0}")]
+    NotMigrated(String),
     /// The API's TLS certificate or key.
     #[error(transparent)]
     Tls(#[from] crate::api::tls::TlsError),
@@ -169,7 +184,10 @@ pub enum CliError {
 /// Sets up logging to stderr.
 pub fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(terminal::colour(&std::io::stderr()));
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -188,12 +206,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Worker(args) => {
             let concurrency = args.concurrency.unwrap_or(config.worker.concurrency).max(1);
+            let reached = reach(&config).await?;
             let pool = worker::pool_options(concurrency)
                 .max_connections(config.database.max_connections.max(concurrency as u32 + 3))
                 .acquire_timeout(Duration::from_secs(config.database.connect_timeout_secs))
-                .connect(config.database_url()?.expose())
+                .connect_with(reached)
                 .await
                 .map_err(CliError::Connect)?;
+            require_migrated(&pool).await?;
             let options = WorkerOptions {
                 concurrency,
                 claim: ClaimConfig {
@@ -217,28 +237,32 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Serve(args) => serve(&config, args).await,
         Command::Admin(args) => {
-            let pool = connect(&config, 2).await?;
+            let pool = connect_migrated(&config, 2).await?;
             admin::run(&pool, args).await
         }
         Command::Cluster(args) => {
-            let pool = connect(&config, 2).await?;
+            let pool = connect_migrated(&config, 2).await?;
             cluster::run(&pool, args).await
         }
         Command::Preview(args) => {
-            let pool = connect(&config, 2).await?;
+            let pool = connect_migrated(&config, 2).await?;
             preview::run(&pool, args).await
         }
-        Command::Execute(args) => run::execute(&connect(&config, 2).await?, args, config.retry.max_attempts).await,
-        Command::Stop(args) => run::stop(&connect(&config, 2).await?, args).await,
-        Command::Resume(args) => run::resume(&connect(&config, 2).await?, args, config.retry.max_attempts).await,
-        Command::Return(args) => {
-            run::return_to_source(&connect(&config, 2).await?, args, config.retry.max_attempts).await
+        Command::Execute(args) => {
+            run::execute(&connect_migrated(&config, 2).await?, args, config.retry.max_attempts).await
         }
-        Command::Runs(command) => run::runs(&connect(&config, 2).await?, command).await,
-        Command::Watch(args) => run::watch(&connect(&config, 2).await?, args).await,
-        Command::Orphans(args) => orphans::run(&connect(&config, 2).await?, args).await,
-        Command::Grant(args) => grant::run(&connect(&config, 2).await?, args).await,
-        Command::Settings(args) => settings::run(&connect(&config, 2).await?, args).await,
+        Command::Stop(args) => run::stop(&connect_migrated(&config, 2).await?, args).await,
+        Command::Resume(args) => {
+            run::resume(&connect_migrated(&config, 2).await?, args, config.retry.max_attempts).await
+        }
+        Command::Return(args) => {
+            run::return_to_source(&connect_migrated(&config, 2).await?, args, config.retry.max_attempts).await
+        }
+        Command::Runs(command) => run::runs(&connect_migrated(&config, 2).await?, command).await,
+        Command::Watch(args) => run::watch(&connect_migrated(&config, 2).await?, args).await,
+        Command::Orphans(args) => orphans::run(&connect_migrated(&config, 2).await?, args).await,
+        Command::Grant(args) => grant::run(&connect_migrated(&config, 2).await?, args).await,
+        Command::Settings(args) => settings::run(&connect_migrated(&config, 2).await?, args).await,
     }
 }
 
@@ -287,15 +311,60 @@ fn tls_config(config: &Config, args: &ServeArgs) -> Result<Option<Arc<rustls::Se
     Ok(crate::api::tls::TlsFiles::pair(cert, key)?.map(|files| files.server_config()).transpose()?)
 }
 
+/// A pool (as [`connect`]) on a database whose schema is this build's; otherwise why not, and that `migrate` brings
+/// it up — rather than the first statement's "relation … does not exist".
+async fn connect_migrated(config: &Config, min_connections: u32) -> Result<PgPool, CliError> {
+    let pool = connect(config, min_connections).await?;
+    require_migrated(&pool).await?;
+    Ok(pool)
+}
+
+/// Whether the database holds at least this build's schema (a newer one is a newer build's `migrate`: its tables
+/// are a superset, and an older build's statements are told by their own errors).
+async fn require_migrated(pool: &PgPool) -> Result<(), CliError> {
+    let newest = crate::jobs::MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    match crate::jobs::store::schema::schema_level(pool).await.map_err(CliError::Db)? {
+        Some(version) if version >= newest => Ok(()),
+        Some(version) => Err(CliError::NotMigrated(format!(
+            "the database's schema ({version}) is older than this build's ({newest}): run `artemis-transfer migrate` \
+             with this build first"
+        ))),
+        None => Err(CliError::NotMigrated(
+            "the database holds no artemis-transfer schema: run `artemis-transfer migrate` first (DATABASE_URL names \
+             the database)"
+                .into(),
+        )),
+    }
+}
+
 /// A pool of at least `min_connections` (or the configured size if larger).
 async fn connect(config: &Config, min_connections: u32) -> Result<PgPool, CliError> {
-    let url = config.database_url()?;
+    let reached = reach(config).await?;
     PgPoolOptions::new()
         .max_connections(config.database.max_connections.max(min_connections))
         .acquire_timeout(Duration::from_secs(config.database.connect_timeout_secs))
-        .connect(url.expose())
+        .connect_with(reached)
         .await
         .map_err(CliError::Connect)
+}
+
+/// The database's connection options, once one connection to it was made: a pool that cannot connect retries
+/// until its timeout and then says only "pool timed out", so the first connection is made alone, and its failure
+/// names where it went and why (a closed port: at once).
+async fn reach(config: &Config) -> Result<PgConnectOptions, CliError> {
+    use sqlx::{ConnectOptions, Connection};
+    let options: PgConnectOptions = config.database_url()?.expose().parse().map_err(CliError::Connect)?;
+    let at = format!("{}:{}/{}", options.get_host(), options.get_port(), options.get_database().unwrap_or_default());
+    let timeout = Duration::from_secs(config.database.connect_timeout_secs);
+    let unreached = |source| CliError::Unreached { at: at.clone(), source };
+    match tokio::time::timeout(timeout, options.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(options)
+        }
+        Ok(Err(e)) => Err(unreached(e)),
+        Err(_) => Err(unreached(sqlx::Error::PoolTimedOut)),
+    }
 }
 
 /// An error and its causes on one line, for `main`.
@@ -334,6 +403,7 @@ mod tests {
     /// The docs whose `sh` blocks show command lines.
     const DOCS_WITH_COMMANDS: &[(&str, &str)] = &[
         ("README.md", include_str!("../../README.md")),
+        ("docs/cli.md", include_str!("../../docs/cli.md")),
         ("docs/deployment.md", include_str!("../../docs/deployment.md")),
         ("docs/permissions.md", include_str!("../../docs/permissions.md")),
         ("docs/settings.md", include_str!("../../docs/settings.md")),
@@ -406,6 +476,18 @@ mod tests {
                         --listen x >out\nls\n```\n```text\nartemis-transfer nope\n```\n";
         let run = "4f0c3a9e-5b1d-4c2e-9a7f-0d6e8b1c2a3f";
         assert_eq!(command_lines(markdown), [vec!["stop", run, "--reason", "a b"], vec!["serve", "--listen", "x"]]);
+    }
+
+    #[test]
+    fn cluster_add_refuses_a_web_address_for_the_core_url() {
+        let add = |url: &str| {
+            Cli::try_parse_from(["artemis-transfer", "cluster", "add", "east", "--core-url", url, "--credentials", "c"])
+        };
+        for web in ["http://broker-1:8161/console/jolokia", "HTTPS://broker-1:8443"] {
+            let words = add(web).unwrap_err().to_string();
+            assert!(words.contains("is a web address") && words.contains("--jolokia-url"), "{words}");
+        }
+        assert!(add("tcp://broker-1:61616").is_ok());
     }
 
     #[test]

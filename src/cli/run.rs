@@ -348,6 +348,8 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
     let every = Duration::from_secs_f64(args.every.max(0.1));
     let mut last: Option<(Instant, i64)> = None;
     let mut rate = 0.0f64;
+    let live = super::terminal::colour(&std::io::stderr());
+    let mut shown_last: Option<String> = None;
     let mut err = std::io::stderr().lock();
     loop {
         let line = run_line(pool, args.run).await?;
@@ -367,11 +369,20 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
                 state = format!("queued, place {p}");
             }
         }
-        write!(err, "\r{}\x1b[K", super::terminal::shown(&progress_line(&state, &c, rate)))
-            .map_err(CliError::Output)?;
+        let progress = progress_line(&state, &c, rate);
+        if live {
+            // On a terminal, one line rewritten in place.
+            write!(err, "\r{}\x1b[K", super::terminal::shown(&progress)).map_err(CliError::Output)?;
+        } else if shown_last.as_deref() != Some(progress.as_str()) {
+            // To a log or a pipe, a plain line when the progress changed: no cursor moves.
+            writeln!(err, "{}", super::terminal::shown(&progress)).map_err(CliError::Output)?;
+            shown_last = Some(progress);
+        }
         err.flush().map_err(CliError::Output)?;
         if line.state.is_ended() {
-            writeln!(err).map_err(CliError::Output)?;
+            if live {
+                writeln!(err).map_err(CliError::Output)?;
+            }
             drop(err);
             runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
             // An end nothing proved is no success to a script that waits on it.

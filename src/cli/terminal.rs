@@ -63,6 +63,25 @@ impl<W: Write> Write for Safe<W> {
     }
 }
 
+/// Whether `stream` may be written in colour and cursor moves: it is a terminal, and `NO_COLOR` is not set to
+/// anything (no-color.org). Logs and output piped to a file or another program stay plain.
+pub fn colour(stream: &impl io::IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Whether `error` failed only because the reader of standard output went away (`| head`): not a failure of the
+/// command, so it ends quietly.
+pub fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
 /// Standard output, locked, through [`Safe`].
 pub fn stdout() -> Safe<io::StdoutLock<'static>> {
     Safe(io::stdout().lock())
@@ -71,6 +90,14 @@ pub fn stdout() -> Safe<io::StdoutLock<'static>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_pipe_is_told_through_the_chain_of_causes() {
+        let pipe = crate::cli::CliError::Output(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&pipe));
+        let other = crate::cli::CliError::Output(io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(!is_broken_pipe(&other));
+    }
 
     #[test]
     fn escape_sequences_are_shown_not_obeyed() {

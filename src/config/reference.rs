@@ -80,6 +80,12 @@ pub const PROCESS_VARIABLES: &[ProcessVariable] = &[
                   `$USER@host`).",
     },
     ProcessVariable {
+        name: "NO_COLOR",
+        read_by: "every command",
+        meaning: "Set to anything, no colour and no cursor moves, even on a terminal (no-color.org). Output that is \
+                  not a terminal never has them.",
+    },
+    ProcessVariable {
         name: "TMPDIR",
         read_by: "worker",
         meaning: "Where a worker makes its spool directory for large message bodies by default (docs/deployment.md, \

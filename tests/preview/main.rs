@@ -2,6 +2,7 @@
 //! facts (one batched Jolokia request per node) and checks the finding the preview raises.
 
 mod cli;
+mod conventions;
 mod deployment;
 mod limiter;
 mod live_nodes;

@@ -18,6 +18,20 @@ pub async fn schema_version(db: impl PgExecutor<'_>) -> Result<Option<i64>, sqlx
     sqlx::query_scalar(include_str!("../sql/schema_version.sql")).fetch_one(db).await
 }
 
+/// `migrations_table_exists.sql`: whether the database was ever migrated (it has sqlx's table of migrations).
+pub async fn migrations_table_exists(db: impl PgExecutor<'_>) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/migrations_table_exists.sql")).fetch_one(db).await
+}
+
+/// The newest migration applied, `None` on a database never migrated — also one without the table of migrations,
+/// where [`schema_version`] alone fails.
+pub async fn schema_level(db: &sqlx::PgPool) -> Result<Option<i64>, sqlx::Error> {
+    if !migrations_table_exists(db).await? {
+        return Ok(None);
+    }
+    schema_version(db).await
+}
+
 /// `functions_digest_record.sql`: records `digest` as the SQL functions just applied, in the caller's transaction.
 pub async fn functions_digest_record(db: impl PgExecutor<'_>, digest: &str) -> Result<(), sqlx::Error> {
     sqlx::query(include_str!("../sql/functions_digest_record.sql")).bind(digest).execute(db).await?;
