@@ -180,7 +180,8 @@ fn private_base(base: &Path) -> Result<(), SpoolError> {
 
 /// Opens (making it, mode 0600) the lock file at `path` and takes its lock; `None` when another process holds it.
 fn hold_lock(path: &Path) -> std::io::Result<Option<File>> {
-    let file = std::fs::OpenOptions::new().read(true).write(true).create(true).mode(0o600).open(path)?;
+    let file =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(path)?;
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(Some(file)),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
