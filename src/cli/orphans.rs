@@ -74,7 +74,7 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
                 writeln!(out, "{text}").map_err(CliError::Output)?;
             } else {
                 if found.orphans.is_empty() {
-                    writeln!(out, "no orphans on the nodes that answered").map_err(CliError::Output)?;
+                    writeln!(out, "{}", none_found(found.unchecked.len())).map_err(CliError::Output)?;
                 }
                 for o in &found.orphans {
                     writeln!(out, "{}  {} messages", o.display(), o.messages).map_err(CliError::Output)?;
@@ -141,6 +141,18 @@ fn split_orphan(s: &str) -> Option<(&str, &str, &str)> {
     (!cluster.is_empty() && !node.is_empty() && !queue.is_empty()).then_some((cluster, node, queue))
 }
 
+/// The words of a listing that found no orphan, when `unchecked` nodes could not be asked: "none" only when every
+/// node answered; otherwise what is unknown stays unknown.
+fn none_found(unchecked: usize) -> String {
+    match unchecked {
+        0 => "no orphans".into(),
+        n => format!(
+            "no orphans on the nodes that answered; {n} node(s) could not be checked (below), so whether they hold \
+             orphans is unknown"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +163,12 @@ mod tests {
         assert_eq!(split_orphan("east/east-1"), None);
         assert_eq!(split_orphan("/east-1/q"), None);
         assert_eq!(split_orphan("east/n/a/b"), Some(("east", "n", "a/b")));
+    }
+
+    #[test]
+    fn an_empty_listing_says_none_only_when_every_node_answered() {
+        assert_eq!(super::none_found(0), "no orphans");
+        let words = super::none_found(2);
+        assert!(words.contains("2 node(s) could not be checked") && words.contains("unknown"), "{words}");
     }
 }
