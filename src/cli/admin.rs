@@ -19,7 +19,7 @@ use crate::transfer::permissions::{self, PermissionError};
 pub struct AdminArgs {
     /// Who acts: needs an admin grant (docs/permissions.md); recorded in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR,
     /// else `$USER@host`).
-    #[arg(long, visible_alias = "as", env = "ARTEMIS_TRANSFER_ACTOR")]
+    #[arg(long, visible_alias = "as", env = "ARTEMIS_TRANSFER_ACTOR", global = true)]
     pub actor: Option<String>,
     /// Print JSON lines instead of text.
     #[arg(long, global = true)]

@@ -66,11 +66,11 @@ pub enum Command {
     /// Execute a Previewed run (echo its plan hash, acknowledge its findings, type the source queue's name).
     Execute(run::ExecuteArgs),
     /// Stop a run: the batch in flight finishes first.
-    Stop(run::RunActionArgs),
+    Stop(run::StopArgs),
     /// Resume a stopped, interrupted or failed run from where it stopped.
-    Resume(run::RunActionArgs),
+    Resume(run::ResumeArgs),
     /// Return what a stopped, interrupted or failed move holds in staging to the source queue.
-    Return(run::RunActionArgs),
+    Return(run::ReturnArgs),
     /// List runs, or show one.
     #[command(subcommand)]
     Runs(run::RunsCommand),
@@ -488,6 +488,30 @@ mod tests {
             assert!(words.contains("is a web address") && words.contains("--jolokia-url"), "{words}");
         }
         assert!(add("tcp://broker-1:61616").is_ok());
+    }
+
+    #[test]
+    fn each_run_action_takes_only_the_flags_it_acts_on_and_admin_names_its_actor_anywhere() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["artemis-transfer"].iter().chain(args));
+        let run = "4f0c3a9e-5b1d-4c2e-9a7f-0d6e8b1c2a3f";
+        assert!(parse(&["stop", run, "--reason", "maintenance"]).is_ok());
+        assert!(parse(&["return", run, "--confirm", "orders"]).is_ok());
+        for ignored in [
+            &["stop", run, "--confirm", "orders"][..],
+            &["resume", run, "--reason", "x"],
+            &["return", run, "--reason", "x"],
+        ] {
+            let err = parse(ignored).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument, "{ignored:?}");
+        }
+        for at in [
+            &["admin", "--as", "bob", "jobs"][..],
+            &["admin", "jobs", "--as", "bob"],
+            &["admin", "jobs", "--actor", "bob"],
+        ] {
+            let cli = parse(at).unwrap_or_else(|e| panic!("{at:?}: {e}"));
+            assert!(matches!(&cli.command, Command::Admin(a) if a.actor.as_deref() == Some("bob")), "{at:?}");
+        }
     }
 
     #[test]

@@ -41,18 +41,40 @@ pub struct ExecuteArgs {
     pub watch: bool,
 }
 
-/// `stop`, `resume`, `return` options.
+/// `stop` options.
 #[derive(Debug, clap::Args)]
-pub struct RunActionArgs {
+pub struct StopArgs {
     /// The run.
     pub run: Uuid,
-    /// Why (for `stop`; recorded on the run).
+    /// Why (recorded on the run and in the audit trail).
     #[arg(long, default_value = "operator request")]
     pub reason: String,
-    /// The source queue's name, typed to confirm a return (it says first what a return does).
+    /// Who stops it: needs what starting the run needed; audited (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+    pub operator: Option<String>,
+}
+
+/// `resume` options.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The run (stopped, interrupted or failed).
+    pub run: Uuid,
+    /// Who resumes it: needs what starting the run needed; audited (default: ARTEMIS_TRANSFER_OPERATOR, else
+    /// $USER).
+    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
+    pub operator: Option<String>,
+}
+
+/// `return` options.
+#[derive(Debug, clap::Args)]
+pub struct ReturnArgs {
+    /// The run (a stopped, interrupted or failed move).
+    pub run: Uuid,
+    /// The source queue's name, typed to confirm the return (without it, `return` says first what a return does).
     #[arg(long)]
     pub confirm: Option<String>,
-    /// Who does it: checked against their grants and audited (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+    /// Who returns it: needs message:move on the source cluster; audited (default: ARTEMIS_TRANSFER_OPERATOR, else
+    /// $USER).
     #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
     pub operator: Option<String>,
 }
@@ -133,7 +155,7 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
 }
 
 /// `stop`.
-pub async fn stop(pool: &PgPool, args: RunActionArgs) -> Result<ExitCode, CliError> {
+pub async fn stop(pool: &PgPool, args: StopArgs) -> Result<ExitCode, CliError> {
     let operator = super::grant::operator(args.operator)?;
     match actions::stop(pool, args.run, &args.reason, &operator).await {
         Ok(runs::StopRequest::Stopped) => println!("run {} stopped", args.run),
@@ -147,7 +169,7 @@ pub async fn stop(pool: &PgPool, args: RunActionArgs) -> Result<ExitCode, CliErr
 }
 
 /// `resume`.
-pub async fn resume(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+pub async fn resume(pool: &PgPool, args: ResumeArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
     let operator = super::grant::operator(args.operator)?;
     match actions::resume(pool, args.run, &operator, max_attempts).await {
         Ok(_) => println!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run),
@@ -157,7 +179,7 @@ pub async fn resume(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Re
 }
 
 /// `return`: says what a return does, and needs the source queue's name typed.
-pub async fn return_to_source(pool: &PgPool, args: RunActionArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+pub async fn return_to_source(pool: &PgPool, args: ReturnArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
     let operator = super::grant::operator(args.operator.clone())?;
     // A run whose clusters the operator may not see is not found, as by the action itself.
     let record = match view::visible(pool, args.run, &operator).await.map_err(CliError::Db)? {
