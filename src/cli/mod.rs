@@ -26,7 +26,13 @@ use crate::worker::{self, WorkerOptions};
 
 /// artemis-transfer: moves or copies selected messages between Artemis brokers, once, as a durable run.
 #[derive(Debug, Parser)]
-#[command(name = "artemis-transfer", version)]
+#[command(
+    name = "artemis-transfer",
+    version,
+    after_help = "Exit status: 0 done; 1 failed (the database, a broker, the configuration); 2 a malformed command \
+                  line, or the action refused; 3 done, but not as hoped (a preview that refuses the run, a run that \
+                  ended without succeeding, nodes that could not be checked). Conventions: docs/cli.md."
+)]
 pub struct Cli {
     /// A TOML file laid over the built-in defaults (config/default.toml).
     #[arg(long, global = true, env = "ARTEMIS_TRANSFER_CONFIG")]
@@ -386,6 +392,12 @@ mod tests {
         for sub in command.get_subcommands_mut() {
             every_help(sub, into);
         }
+    }
+
+    #[test]
+    fn the_help_says_the_exit_status() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("Exit status: 0 done; 1 failed") && help.contains("docs/cli.md"), "{help}");
     }
 
     #[test]
