@@ -169,7 +169,7 @@ impl ConsoleError {
         ConsoleError { status, words: words.into() }
     }
 
-    /// 404, as for a run that does not exist (SPEC §9: one the operator may not see answers alike).
+    /// 404, as for a run that does not exist (docs/permissions.md: one the operator may not see answers alike).
     pub fn not_found(words: impl Into<String>) -> ConsoleError {
         ConsoleError::new(StatusCode::NOT_FOUND, words)
     }

@@ -400,7 +400,7 @@ async fn run_page(
     })
 }
 
-/// The pipeline, step by step (SPEC §7).
+/// The pipeline, step by step (docs/guarantees.md).
 fn steps(v: &RunView) -> Vec<Step> {
     let p = &v.pipeline;
     let n = |count: i64| count.to_string();
