@@ -210,6 +210,20 @@ const ROWS: &[(&str, Mutation, Kind, &str)] = &[
         Kind::Refused,
         "invalid-filter",
     ),
+    (
+        "filter escaping its freeze through comments",
+        // Issue 27: the parentheses are balanced outside string literals, but the broker skips comments, so it
+        // reads `x=1) OR (1=1` and the effective filter as `(x=1) OR ((1=1) AND <t0 terms>)`.
+        |_, p| p.selection = Selection::Filter("x=1 /* ( */) OR (1=1 /* ) */".into()),
+        Kind::Refused,
+        "invalid-filter",
+    ),
+    (
+        "filter escaping its freeze through a line comment",
+        |_, p| p.selection = Selection::Filter("x=1 -- (\n) OR (1=1 -- )\n".into()),
+        Kind::Refused,
+        "invalid-filter",
+    ),
     ("source busy", |f, _| f.source_has_active_run = Some(true), Kind::Refused, "source-busy"),
     ("ping-pong", |f, _| f.target_is_source_of_active_run = Some(true), Kind::Refused, "target-in-active-run"),
     ("target filtered", |f, _| tq(f).filter = Some(Some("color = 'red'".into())), Kind::Refused, "target-filtered"),
