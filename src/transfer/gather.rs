@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::facts::{EndFacts, Facts, NodeFacts, QueueFacts};
-use super::plan::{Plan, QueueRef, Selection};
+use super::plan::{parse_filter, Plan, QueueRef, Selection};
 use crate::broker::jolokia::{
     AddressSettings, AgentError, AgentErrorKind, BrokerManagement, BrokerState, HeapUsage, JolokiaError, ObjectName,
     QueueState, Request, RoutingType,
@@ -132,11 +132,13 @@ async fn probe_core(addr: Option<&str>) -> Option<bool> {
 
 /// Reads every fact of `plan` from the two nodes. `plan.t0_millis` is not used: the source broker's clock,
 /// read right after the count in its batch, is in `facts.source.node.broker.current_time_millis` for the caller to
-/// freeze the plan at. A filter is counted as the user wrote it (parenthesised): counting happens before that clock read,
-/// and the broker's count never includes scheduled messages, so the count is that of the frozen filter.
+/// freeze the plan at. A filter is counted as its syntax tree reads (serialised: what the run applies, without the
+/// freezing terms): counting happens before that clock read, and the broker's count never includes scheduled
+/// messages, so the count is that of the frozen filter. A filter that cannot be read is not counted (the preview
+/// refuses it, `preview::filter_refusal`).
 pub async fn gather(plan: &Plan, source: EndAccess<'_>, target: EndAccess<'_>, runs: RunFacts) -> Facts {
     let filter = match &plan.selection {
-        Selection::Filter(f) => Some(format!("({f})")),
+        Selection::Filter(f) => parse_filter(f).ok().map(|s| s.to_string()),
         _ => None,
     };
     let source_requests = end_requests(source.management, &plan.source, filter.as_deref(), true);

@@ -1,9 +1,13 @@
 //! A transfer plan: what to move or copy, from where to where, frozen at `t0`. Pure: no I/O.
 //!
 //! The selection is frozen at preview time `t0`, read from the source broker's clock (SPEC §2): the effective
-//! filter adds `AMQTimestamp <= t0` and excludes messages still scheduled for later, with the user's filter
-//! always parenthesised, so a run from a queue with a live producer ends.
+//! filter adds `AMQTimestamp <= t0` and excludes messages still scheduled for later, so a run from a queue with a
+//! live producer ends. It is built from the syntax tree of the user's filter (`artemis_selector`, ADR 0012):
+//! `And(user's tree, freezing terms)`, serialised fully parenthesised — never by wrapping the user's text, which a
+//! comment or a stray parenthesis could lift out from under the `AND` (SPEC I9).
 
+use artemis_selector::{CompareOp, Expr};
+pub use artemis_selector::{ErrorKind as FilterErrorKind, ParseError as FilterError, Selector};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -86,9 +90,35 @@ impl Destination {
 /// The broker's property naming the queue a dead-lettered or expired message came from.
 pub const ORIGINAL_QUEUE: &str = "_AMQ_ORIG_QUEUE";
 
-/// `'it''s'`: a selector's string literal.
-pub fn selector_literal(value: &str) -> String {
-    format!("'{}'", value.replace('\'', "''"))
+/// The user's filter, read as the broker reads it (the Artemis selector grammar), or where and why it cannot be.
+pub fn parse_filter(filter: &str) -> Result<Selector, FilterError> {
+    Selector::parse(filter)
+}
+
+/// The terms that freeze a selection at `t0`: stamped at or before it, and not scheduled for after it.
+pub fn freezing_terms(t0_millis: i64) -> Expr {
+    let timestamp = Expr::compare(Expr::property(TIMESTAMP), CompareOp::Le, Expr::integer(t0_millis));
+    let not_scheduled_later = Expr::or(
+        Expr::is_null(Expr::property(SCHEDULED_DELIVERY)),
+        Expr::compare(Expr::property(SCHEDULED_DELIVERY), CompareOp::Le, Expr::integer(t0_millis)),
+    );
+    Expr::and(timestamp, not_scheduled_later)
+}
+
+/// The broker's header of a message's timestamp, as a selector names it.
+const TIMESTAMP: &str = "AMQTimestamp";
+/// The broker's property of a message's scheduled delivery time.
+const SCHEDULED_DELIVERY: &str = "_AMQ_SCHED_DELIVERY";
+
+/// `_AMQ_ORIG_QUEUE = 'queue'`: messages dead-lettered or expired from `queue` (its name a string literal, escaped
+/// by the serialiser).
+pub fn original_queue_is(queue: &str) -> Expr {
+    Expr::compare(Expr::property(ORIGINAL_QUEUE), CompareOp::Eq, Expr::string(queue))
+}
+
+/// `selector AND _AMQ_ORIG_QUEUE = 'queue'`: the messages of `selector` dead-lettered or expired from `queue`.
+pub fn from_original_queue(selector: Selector, queue: &str) -> Selector {
+    selector.and(original_queue_is(queue))
 }
 
 /// A transfer plan, bound by its hash.
@@ -109,55 +139,21 @@ pub struct Plan {
     pub destination: Destination,
 }
 
-/// Whether a user's filter stays inside the parentheses the effective filter puts around it. The broker's
-/// grammar would accept `x = 1) OR (1 = 1` and read the effective filter as `(x = 1) OR ((1 = 1) AND <t0 terms>)`,
-/// so the selection would escape its freeze; so every parenthesis outside a string literal (`'…'`, a quote
-/// doubled inside) must close in order, and every literal must end. The broker still parses the filter (the
-/// preview's `countMessages`); this only keeps the freezing terms in force. `Err` says why, in words.
-pub fn check_filter_closed(filter: &str) -> Result<(), String> {
-    let mut depth = 0i64;
-    let mut in_literal = false;
-    let mut chars = filter.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (in_literal, c) {
-            (true, '\'') if chars.peek() == Some(&'\'') => {
-                chars.next();
-            }
-            (_, '\'') => in_literal = !in_literal,
-            (false, '(') => depth += 1,
-            (false, ')') if depth == 0 => {
-                return Err("the filter closes a parenthesis it never opened, which would let the selection escape \
-                            its freezing time t0"
-                    .into())
-            }
-            (false, ')') => depth -= 1,
-            _ => {}
-        }
-    }
-    if in_literal {
-        return Err("the filter has a string literal ('…') that never ends".into());
-    }
-    if depth > 0 {
-        return Err(format!("the filter leaves {depth} parenthesis(es) open"));
-    }
-    Ok(())
-}
-
 /// The prefix of staging queues; such queues are never a source or a target.
 pub const STAGING_PREFIX: &str = "studio.transfer.";
 
-/// The part of a frozen filter whose messages carry a timestamp: stamped by a producer's clock at or before `t0`,
-/// so in the selection however late they were committed (SPEC §2: producer clocks decide). A whole-queue run
+/// The part of a frozen selection whose messages carry a timestamp: stamped by a producer's clock at or before
+/// `t0`, so in the selection however late they were committed (SPEC §2: producer clocks decide). A whole-queue run
 /// takes all of it; the count at `t0` never chooses among them.
-pub fn stamped_part(frozen_filter: &str) -> String {
-    format!("({frozen_filter}) AND AMQTimestamp > 0")
+pub fn stamped_part(frozen: &Selector) -> String {
+    frozen.clone().and(Expr::compare(Expr::property(TIMESTAMP), CompareOp::Gt, Expr::integer(0))).to_string()
 }
 
-/// The part of a frozen filter whose messages carry no timestamp (0, as a JMS producer with
+/// The part of a frozen selection whose messages carry no timestamp (0, as a JMS producer with
 /// `setDisableMessageTimestamp(true)` sends): nothing tells when such a message came, so a whole-queue run takes
 /// no more of it than the count at `t0` leaves once everything stamped is taken (`relay::refill`).
-pub fn unstamped_part(frozen_filter: &str) -> String {
-    format!("({frozen_filter}) AND AMQTimestamp <= 0")
+pub fn unstamped_part(frozen: &Selector) -> String {
+    frozen.clone().and(Expr::compare(Expr::property(TIMESTAMP), CompareOp::Le, Expr::integer(0))).to_string()
 }
 
 /// The rule [`stamped_part`] and [`unstamped_part`] draw, as a whole-queue run obeys it (a move's refills, a copy's
@@ -173,44 +169,55 @@ pub fn is_unstamped(timestamp: i64) -> bool {
 }
 
 impl Plan {
-    /// The filter the broker applies: the user's filter (parenthesised), and only messages stamped at or
-    /// before `t0` that are not scheduled for later. `None` for an id selection (ids are moved one by one).
-    pub fn effective_filter(&self) -> Option<String> {
-        let frozen = format!(
-            "AMQTimestamp <= {t0} AND (_AMQ_SCHED_DELIVERY IS NULL OR _AMQ_SCHED_DELIVERY <= {t0})",
-            t0 = self.t0_millis
-        );
+    /// The tree of the filter the broker applies: the user's filter and the freezing terms under one `AND` (only
+    /// messages stamped at or before `t0` that are not scheduled for later). `None` for an id selection (ids are
+    /// moved one by one); an error for a filter that cannot be read.
+    pub fn frozen_selector(&self) -> Result<Option<Selector>, FilterError> {
+        let frozen = freezing_terms(self.t0_millis);
         match &self.selection {
-            Selection::Ids(_) => None,
-            Selection::All => Some(frozen),
-            Selection::Filter(f) => Some(format!("({f}) AND {frozen}")),
+            Selection::Ids(_) => Ok(None),
+            Selection::All => Ok(Some(Selector::new(frozen))),
+            Selection::Filter(f) => Ok(Some(parse_filter(f)?.and(frozen))),
         }
+    }
+
+    /// The filter the broker applies ([`Plan::frozen_selector`]), serialised.
+    pub fn effective_filter(&self) -> Result<Option<String>, FilterError> {
+        Ok(self.frozen_selector()?.map(|s| s.to_string()))
     }
 
     /// A retry from the dead-letter queue `source` back to `originals` on its node: every message of `selection`
     /// whose `_AMQ_ORIG_QUEUE` names one of them, each to its own. The selection says so itself (a filter with
     /// the original queues in it), so what is selected, counted and proven at the end is exactly what can go
-    /// somewhere; the plan's target is the source's node (its queue is the source's, never written to).
-    pub fn retry(source: QueueRef, selection: &Selection, originals: Vec<QueueRef>, t0_millis: i64) -> Plan {
-        let names: Vec<String> = originals.iter().map(|q| selector_literal(&q.queue)).collect();
+    /// somewhere; the plan's target is the source's node (its queue is the source's, never written to). The
+    /// filter is the tree of the user's and the original queues' term, serialised; an error for a user's filter
+    /// that cannot be read.
+    pub fn retry(
+        source: QueueRef,
+        selection: &Selection,
+        originals: Vec<QueueRef>,
+        t0_millis: i64,
+    ) -> Result<Plan, FilterError> {
+        let names: Vec<String> = originals.iter().map(|q| q.queue.clone()).collect();
+        let original = || Expr::property(ORIGINAL_QUEUE);
         let from_originals = if names.is_empty() {
             // Nothing can go anywhere (the preview refuses it); still a filter the broker parses.
-            format!("{ORIGINAL_QUEUE} IS NULL AND {ORIGINAL_QUEUE} IS NOT NULL")
+            Expr::and(Expr::is_null(original()), Expr::IsNull { operand: Box::new(original()), negated: true })
         } else {
-            format!("{ORIGINAL_QUEUE} IN ({})", names.join(", "))
+            Expr::is_in(original(), names)
         };
-        let selection = match selection {
-            Selection::Filter(f) => Selection::Filter(format!("({f}) AND {from_originals}")),
-            Selection::All | Selection::Ids(_) => Selection::Filter(from_originals),
+        let selector = match selection {
+            Selection::Filter(f) => parse_filter(f)?.and(from_originals),
+            Selection::All | Selection::Ids(_) => Selector::new(from_originals),
         };
-        Plan {
+        Ok(Plan {
             mode: Mode::Move,
             target: source.clone(),
             source,
-            selection,
+            selection: Selection::Filter(selector.to_string()),
             t0_millis,
             destination: Destination::OriginalQueues(originals),
-        }
+        })
     }
 
     /// The queues messages go to: the target, or each original queue of a retry.
@@ -240,16 +247,16 @@ impl Plan {
         }
     }
 
-    /// The broker's filter for the messages of the selection that go to `queue`: the effective filter, and for a
-    /// retry only those that came from `queue`. `None` for an id selection.
-    pub fn filter_into(&self, queue: &QueueRef) -> Option<String> {
-        let effective = self.effective_filter()?;
-        Some(match &self.destination {
-            Destination::Target => effective,
-            Destination::OriginalQueues(_) => {
-                format!("({effective}) AND {ORIGINAL_QUEUE} = {}", selector_literal(&queue.queue))
-            }
-        })
+    /// The tree of the broker's filter for the messages of the selection that go to `queue`: the frozen selector,
+    /// and for a retry only those that came from `queue`. `None` for an id selection.
+    pub fn filter_into(&self, queue: &QueueRef) -> Result<Option<Selector>, FilterError> {
+        let Some(frozen) = self.frozen_selector()? else {
+            return Ok(None);
+        };
+        Ok(Some(match &self.destination {
+            Destination::Target => frozen,
+            Destination::OriginalQueues(_) => from_original_queue(frozen, &queue.queue),
+        }))
     }
 
     /// A hash of everything the operator confirms: execute must echo it, so a run never starts on a plan
@@ -277,17 +284,6 @@ impl Plan {
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn a_filter_cannot_escape_its_parentheses() {
-        assert!(check_filter_closed("region = 'eu' AND (a > 1 OR b < 2)").is_ok());
-        assert!(check_filter_closed("name = 'it''s (odd'").is_ok());
-        assert!(check_filter_closed("x = ')' OR y = '('").is_ok());
-        assert!(check_filter_closed("x = 1) OR (1=1").unwrap_err().contains("escape"));
-        assert!(check_filter_closed("(x = 1").unwrap_err().contains("open"));
-        assert!(check_filter_closed("x = 'eu").unwrap_err().contains("never ends"));
-        assert!(check_filter_closed("x = 'a'') OR (''b'").is_ok(), "the parentheses are inside one literal");
-    }
-
     use super::*;
 
     fn plan(selection: Selection) -> Plan {
@@ -302,15 +298,56 @@ mod tests {
     }
 
     #[test]
-    fn the_users_filter_is_parenthesised_and_frozen() {
-        let f = plan(Selection::Filter("a = 1 OR b = 2".into())).effective_filter().unwrap();
+    fn the_effective_filter_is_the_users_tree_and_the_freezing_terms() {
+        let f = plan(Selection::Filter("a = 1 OR b = 2".into())).effective_filter().unwrap().unwrap();
         assert_eq!(
             f,
-            "(a = 1 OR b = 2) AND AMQTimestamp <= 1700000000000 AND (_AMQ_SCHED_DELIVERY IS NULL OR \
-             _AMQ_SCHED_DELIVERY <= 1700000000000)"
+            "(((a = 1) OR (b = 2)) AND ((AMQTimestamp <= 1700000000000) AND ((_AMQ_SCHED_DELIVERY IS NULL) OR \
+             (_AMQ_SCHED_DELIVERY <= 1700000000000))))"
         );
-        assert!(plan(Selection::All).effective_filter().unwrap().starts_with("AMQTimestamp <= "));
-        assert_eq!(plan(Selection::Ids(vec![1])).effective_filter(), None);
+        assert_eq!(
+            plan(Selection::All).effective_filter().unwrap().unwrap(),
+            Selector::new(freezing_terms(1_700_000_000_000)).to_string()
+        );
+        assert_eq!(plan(Selection::Ids(vec![1])).effective_filter(), Ok(None));
+    }
+
+    /// Issue 27: parentheses balanced outside string literals, but inside comments, which the broker skips. Text
+    /// wrapping gave `(x=1 /* ( */) OR (1=1 /* ) */) AND <t0 terms>`, which the broker reads as
+    /// `(x=1) OR ((1=1) AND <t0 terms>)`: every `x = 1` message after t0 selected. The parser reads what the broker
+    /// reads, `x=1) OR (1=1`, and refuses it where the stray parenthesis is.
+    #[test]
+    fn a_filter_cannot_escape_its_freeze_through_comments_or_parentheses() {
+        for (escape, at) in [
+            ("x=1 /* ( */) OR (1=1 /* ) */", 12),
+            ("x=1 -- (\n) OR (1=1 -- )\n", 1),
+            ("x = 1) OR (1=1", 6),
+            ("x = 1 -- ) OR (1=1", 7),
+        ] {
+            let e = plan(Selection::Filter(escape.into())).effective_filter().unwrap_err();
+            assert_eq!(e.column, at, "{escape}: {e}");
+            assert!(matches!(e.kind, FilterErrorKind::Expected { .. } | FilterErrorKind::LineCommentWithoutLineBreak));
+        }
+        // A comment with a parenthesis in it, closed properly, is only a comment.
+        let ok = plan(Selection::Filter("x = 1 /* ) OR (1=1 */ AND y = 2 -- (\n".into()));
+        let frozen = ok.frozen_selector().unwrap().unwrap();
+        assert_eq!(frozen.expr, Expr::and(parse_filter("x = 1 AND y = 2").unwrap().expr, freezing_terms(ok.t0_millis)));
+    }
+
+    #[test]
+    fn the_effective_filter_reads_back_as_the_users_tree_under_the_freezing_terms() {
+        for filter in [
+            "a = 1 OR b = 2",
+            "x = 'it''s (odd' OR y = ')'",
+            "NOT a = 1",
+            "hyphenated_props:a-b = 1 OR c LIKE 'x%' ESCAPE '!'",
+            "region IN ('eu', 'us') AND price BETWEEN -1 AND 0x1F /* ( */",
+        ] {
+            let p = plan(Selection::Filter(filter.into()));
+            let effective = parse_filter(&p.effective_filter().unwrap().unwrap()).unwrap();
+            let user = parse_filter(filter).unwrap();
+            assert_eq!(effective, user.and(freezing_terms(p.t0_millis)), "{filter}");
+        }
     }
 
     #[test]
@@ -344,25 +381,22 @@ mod tests {
     #[test]
     fn a_retry_selects_only_messages_from_its_original_queues_and_sends_each_to_its_own() {
         let originals = vec![on_east("orders"), on_east("it's")];
-        let retry = Plan::retry(on_east("DLQ"), &Selection::Filter("x = 1".into()), originals.clone(), 5);
+        let retry = Plan::retry(on_east("DLQ"), &Selection::Filter("x = 1".into()), originals.clone(), 5).unwrap();
         assert_eq!(retry.mode, Mode::Move);
-        assert_eq!(retry.selection, Selection::Filter("(x = 1) AND _AMQ_ORIG_QUEUE IN ('orders', 'it''s')".into()));
-        assert!(check_filter_closed(match &retry.selection {
-            Selection::Filter(f) => f,
-            _ => unreachable!(),
-        })
-        .is_ok());
+        assert_eq!(retry.selection, Selection::Filter("((x = 1) AND (_AMQ_ORIG_QUEUE IN ('orders', 'it''s')))".into()));
         assert!(!retry.target_is_source(), "a retry's target is its node, not a queue it writes to");
         assert!(retry.same_node());
         assert_eq!(retry.to_words(), "east/east-1/(each message's original queue: orders, it's)");
         assert_eq!(plan(Selection::All).to_words(), "west/west-1/orders");
         assert_eq!(retry.destinations(), originals.iter().collect::<Vec<_>>());
-        let into = retry.filter_into(&originals[1]).unwrap();
-        assert!(into.starts_with("(((x = 1) AND _AMQ_ORIG_QUEUE IN"), "{into}");
-        assert!(into.ends_with(") AND _AMQ_ORIG_QUEUE = 'it''s'"), "{into}");
-        let all = Plan::retry(on_east("DLQ"), &Selection::All, vec![on_east("orders")], 5);
-        assert_eq!(all.selection, Selection::Filter("_AMQ_ORIG_QUEUE IN ('orders')".into()));
+        let into = retry.filter_into(&originals[1]).unwrap().unwrap();
+        assert_eq!(into, from_original_queue(retry.frozen_selector().unwrap().unwrap(), "it's"));
+        assert!(into.to_string().ends_with(" AND (_AMQ_ORIG_QUEUE = 'it''s'))"), "{into}");
+        let all = Plan::retry(on_east("DLQ"), &Selection::All, vec![on_east("orders")], 5).unwrap();
+        assert_eq!(all.selection, Selection::Filter("(_AMQ_ORIG_QUEUE IN ('orders'))".into()));
         let plain = plan(Selection::All);
-        assert_eq!(plain.filter_into(&plain.target), plain.effective_filter());
+        assert_eq!(plain.filter_into(&plain.target).unwrap().map(|s| s.to_string()), plain.effective_filter().unwrap());
+        let unreadable = Plan::retry(on_east("DLQ"), &Selection::Filter("x = 1) OR (1=1".into()), originals, 5);
+        assert!(matches!(unreadable.unwrap_err().kind, FilterErrorKind::Expected { .. }));
     }
 }

@@ -146,10 +146,8 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
     if plan.target_is_source() {
         f.refuse("same-queue", format!("The target is the source queue itself ({}).", plan.source.display()), None);
     }
-    if let Selection::Filter(filter) = &plan.selection {
-        if let Err(why) = super::plan::check_filter_closed(filter) {
-            f.refuse("invalid-filter", format!("The filter cannot be used: {why}."), None);
-        }
+    if let Some(refusal) = filter_refusal(&plan.selection) {
+        f.0.push(refusal);
     }
     if let Some(error) = &facts.filter_error {
         f.refuse("invalid-filter", format!("The source broker cannot use the filter: {error}."), None);
@@ -185,6 +183,21 @@ pub fn preview(plan: &Plan, facts: &Facts, settings: &PreviewSettings) -> Previe
         needs_typed_confirmation: plan.mode == Mode::Move || over_cap,
         needs_cap_override: over_cap,
     }
+}
+
+/// The `invalid-filter` refusal of a filter that cannot be read as the broker's selector grammar (or that the
+/// product does not take: `XPATH`, a `--` comment without a line break), in words that point at the position;
+/// `None` for a filter that can, and for ids or the whole queue. The run reads the filter with the same parser
+/// ([`Plan::frozen_selector`]).
+pub fn filter_refusal(selection: &Selection) -> Option<Finding> {
+    let Selection::Filter(filter) = selection else {
+        return None;
+    };
+    let e = super::plan::parse_filter(filter).err()?;
+    // "The filter cannot be read at position 7: …", as a sentence.
+    let words = format!("{e}.");
+    let words = words[..1].to_uppercase() + &words[1..];
+    Some(Finding { kind: Kind::Refused, code: "invalid-filter", words, snippet: None })
 }
 
 /// Exact for ids and a whole queue; for a filter, the broker's count only where it scans the whole queue.

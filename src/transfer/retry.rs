@@ -25,7 +25,10 @@ use chrono::Utc;
 use sqlx::PgPool;
 
 use super::gather::{gather, EndAccess};
-use super::plan::{selector_literal, Mode, Plan, QueueRef, Selection, ORIGINAL_QUEUE};
+use super::plan::{
+    from_original_queue, original_queue_is, parse_filter, Mode, Plan, QueueRef, Selection, Selector, ORIGINAL_QUEUE,
+};
+use super::preview::filter_refusal;
 use super::preview::{preview, Finding, Kind, Preview, PreviewSettings};
 use super::service::{
     audit_preview, node_management, run_facts, store_preview, visible_cluster, PreviewRequest, ServiceError,
@@ -36,6 +39,7 @@ use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
 use crate::registry::Credentials;
 use crate::transfer::permissions;
+use artemis_selector::Expr;
 
 /// At most this many original queues in one retry; a selection from more is refused, to be narrowed by a filter.
 pub const MAX_ORIGINAL_QUEUES: usize = 50;
@@ -72,9 +76,13 @@ async fn preview_retry(
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
     let (mgmt, core_url) = node_management(node, &credentials, &permits).await;
     let core = crate::registry::discover::core_host_port(&core_url);
-    let found = match OriginalQueues::find(&mgmt, source, &request.selection).await {
-        Ok(found) => found,
-        Err(e) => OriginalQueues::unreadable(e),
+    let found = match filter_refusal(&request.selection) {
+        // Nothing is asked of the broker with a filter that cannot be read; the preview says where and why.
+        Some(refusal) => OriginalQueues::refused(refusal),
+        None => match OriginalQueues::find(&mgmt, source, &request.selection).await {
+            Ok(found) => found,
+            Err(e) => OriginalQueues::unreadable(e),
+        },
     };
     let t0_millis = mgmt
         .broker_state()
@@ -82,7 +90,14 @@ async fn preview_retry(
         .ok()
         .and_then(|s| s.current_time_millis)
         .unwrap_or_else(|| Utc::now().timestamp_millis());
-    let plan = Plan::retry(source.clone(), &request.selection, found.existing.clone(), t0_millis);
+    let plan = match Plan::retry(source.clone(), &request.selection, found.existing.clone(), t0_millis) {
+        Ok(plan) => plan,
+        // A filter that cannot be read is stored as the user wrote it, beside its refusal: it never runs.
+        Err(_) => Plan {
+            selection: request.selection.clone(),
+            ..Plan::retry(source.clone(), &Selection::All, Vec::new(), t0_millis).expect("the whole queue is read")
+        },
+    };
     let mut each = Vec::new();
     for queue in &found.existing {
         let into = one_queue(&plan, queue);
@@ -96,18 +111,19 @@ async fn preview_retry(
 
 /// The one-node move of the retry's messages from `queue`: what the preview judges for that original queue.
 fn one_queue(retry: &Plan, queue: &QueueRef) -> Plan {
+    let selection = match &retry.selection {
+        // The retry's own filter, built from trees (`Plan::retry`): it reads back.
+        Selection::Filter(f) => match parse_filter(f) {
+            Ok(selector) => Selection::Filter(from_original_queue(selector, &queue.queue).to_string()),
+            Err(_) => retry.selection.clone(),
+        },
+        _ => unreachable!("a retry's selection is a filter (Plan::retry)"),
+    };
     Plan {
         mode: Mode::Move,
         source: retry.source.clone(),
         target: queue.clone(),
-        selection: Selection::Filter(format!(
-            "({}) AND {ORIGINAL_QUEUE} = {}",
-            match &retry.selection {
-                Selection::Filter(f) => f.as_str(),
-                _ => unreachable!("a retry's selection is a filter (Plan::retry)"),
-            },
-            selector_literal(&queue.queue)
-        )),
+        selection,
         t0_millis: retry.t0_millis,
         destination: Default::default(),
     }
@@ -138,7 +154,8 @@ impl OriginalQueues {
     ) -> Result<OriginalQueues, JolokiaError> {
         let user = match selection {
             Selection::Ids(_) => return Ok(OriginalQueues::refused(by_ids())),
-            Selection::Filter(f) => Some(format!("({f})")),
+            // The caller refused a filter that cannot be read (`filter_refusal`).
+            Selection::Filter(f) => parse_filter(f).ok(),
             Selection::All => None,
         };
         // A missing source is the merged previews' to say (`source-queue-missing`); here it has no messages.
@@ -146,14 +163,14 @@ impl OriginalQueues {
             return Ok(OriginalQueues::default());
         }
         let mbean = mgmt.queue_mbean(dlq.address(), RoutingType::Anycast, &dlq.queue);
-        let names = original_queue_names(mgmt, &mbean, user.as_deref()).await?;
+        let names = original_queue_names(mgmt, &mbean, user.as_ref()).await?;
         if names.len() > MAX_ORIGINAL_QUEUES {
             return Ok(OriginalQueues::refused(too_many(names.len())));
         }
         let on_node = mgmt.queues().await?;
         let mut found = OriginalQueues::default();
         for name in names.into_iter().filter(|n| n != &dlq.queue) {
-            let from_it = and(user.as_deref(), &format!("{ORIGINAL_QUEUE} = {}", selector_literal(&name)));
+            let from_it = and(user.as_ref(), original_queue_is(&name));
             match on_node.iter().find(|(_, _, q)| q == &name) {
                 Some((address, RoutingType::Anycast, _)) => found.existing.push(QueueRef {
                     cluster: dlq.cluster.clone(),
@@ -165,7 +182,7 @@ impl OriginalQueues {
                 None => found.gone.push((name, mgmt.count_messages(&mbean, Some(&from_it)).await.ok())),
             }
         }
-        let without = and(user.as_deref(), &format!("{ORIGINAL_QUEUE} IS NULL"));
+        let without = and(user.as_ref(), Expr::is_null(original()));
         found.without = match mgmt.first_message(&mbean, &without).await? {
             None => Some(0),
             // There is one at least, whatever a count over one browse page says.
@@ -254,16 +271,15 @@ impl OriginalQueues {
 async fn original_queue_names(
     mgmt: &BrokerManagement,
     dlq: &ObjectName,
-    user: Option<&str>,
+    user: Option<&Selector>,
 ) -> Result<Vec<String>, JolokiaError> {
     let mut names: Vec<String> = Vec::new();
     while names.len() <= MAX_ORIGINAL_QUEUES {
-        let mut named = format!("{ORIGINAL_QUEUE} IS NOT NULL");
+        let mut named = Expr::IsNull { operand: Box::new(original()), negated: true };
         if !names.is_empty() {
-            let found: Vec<String> = names.iter().map(|n| selector_literal(n)).collect();
-            named += &format!(" AND {ORIGINAL_QUEUE} NOT IN ({})", found.join(", "));
+            named = Expr::and(named, Expr::not_in(original(), names.iter().cloned()));
         }
-        let Some(message) = mgmt.first_message(dlq, &and(user, &named)).await? else {
+        let Some(message) = mgmt.first_message(dlq, &and(user, named)).await? else {
             break;
         };
         match message["StringProperties"][ORIGINAL_QUEUE].as_str() {
@@ -280,11 +296,16 @@ async fn original_queue_names(
     Ok(names)
 }
 
-/// `(user) AND term`, or `term` alone.
-fn and(user: Option<&str>, term: &str) -> String {
+/// The broker's property naming a message's original queue, as an expression.
+fn original() -> Expr {
+    Expr::property(ORIGINAL_QUEUE)
+}
+
+/// `user AND term` built from their trees and serialised, or `term` alone.
+fn and(user: Option<&Selector>, term: Expr) -> String {
     match user {
-        Some(u) => format!("{u} AND {term}"),
-        None => term.to_string(),
+        Some(u) => u.clone().and(term).to_string(),
+        None => Selector::new(term).to_string(),
     }
 }
 
@@ -429,21 +450,22 @@ mod tests {
             &Selection::All,
             vec![],
             1,
-        );
+        )
+        .unwrap();
         assert_eq!(
             empty.selection,
-            Selection::Filter("_AMQ_ORIG_QUEUE IS NULL AND _AMQ_ORIG_QUEUE IS NOT NULL".into())
+            Selection::Filter("((_AMQ_ORIG_QUEUE IS NULL) AND (_AMQ_ORIG_QUEUE IS NOT NULL))".into())
         );
     }
 
     #[test]
     fn a_retry_of_each_queue_is_a_one_node_move_of_its_messages() {
         let q = |n: &str| QueueRef { cluster: "east".into(), node: "east-1".into(), queue: n.into(), address: None };
-        let retry = Plan::retry(q("DLQ"), &Selection::All, vec![q("a"), q("b")], 7);
+        let retry = Plan::retry(q("DLQ"), &Selection::All, vec![q("a"), q("b")], 7).unwrap();
         let into_b = one_queue(&retry, &q("b"));
         assert!(into_b.same_node() && !into_b.target_is_source());
         assert_eq!(into_b.target, q("b"));
-        let selected = Selection::Filter("(_AMQ_ORIG_QUEUE IN ('a', 'b')) AND _AMQ_ORIG_QUEUE = 'b'".into());
+        let selected = Selection::Filter("((_AMQ_ORIG_QUEUE IN ('a', 'b')) AND (_AMQ_ORIG_QUEUE = 'b'))".into());
         assert_eq!(into_b.selection, selected);
     }
 }

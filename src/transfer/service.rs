@@ -134,7 +134,8 @@ async fn browse_count(
         return None;
     }
     facts.source.queue.state()?;
-    let filter = plan.effective_filter()?;
+    // A filter that cannot be read is refused by the preview (`preview::filter_refusal`): nothing to count.
+    let filter = plan.effective_filter().ok().flatten()?;
     let conn = connect_core(core_url, &credentials.user, &credentials.password, CALL_TIMEOUT, None).await.ok()?;
     let counted = count_matching(&conn, &plan.source.queue, Some(&filter), limit).await;
     let _ = conn.close().await;

@@ -63,6 +63,7 @@ fn frozen(t0_millis: i64, user_filter: Option<&str>) -> String {
     let selection = user_filter.map_or(Selection::All, |f| Selection::Filter(f.into()));
     Plan { mode: Mode::Move, source: q("s"), target: q("t"), selection, t0_millis, destination: Default::default() }
         .effective_filter()
+        .expect("the filter reads")
         .expect("a frozen selection has a filter")
 }
 

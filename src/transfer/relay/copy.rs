@@ -281,7 +281,7 @@ impl<'a> Slice<'a> {
         let source_conn = h.links.take(&source, config.connection_ttl).await?;
         let browse_session = source_conn.create_session(SessionOptions::auto_commit()).await?;
         let mut options = ConsumerOptions::default();
-        if let Some(filter) = run.plan.effective_filter() {
+        if let Some(filter) = run.plan.effective_filter()? {
             options = options.filter(filter);
         }
         let browser = match browse_session.create_browser(&run.plan.source.queue, options).await {
@@ -570,7 +570,7 @@ pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcom
     let mut run = load(ctx).await?;
     let source = ends::resolve_cached(&ctx.pool, run.plan.source.node_ref(), h.permits(), &h.ends).await?;
     let source_mbean = super::queues::source_queue_mbean(&source, &run);
-    let effective = run.plan.effective_filter().unwrap_or_default();
+    let effective = run.plan.effective_filter()?.unwrap_or_default();
     match &run.plan.selection {
         Selection::Ids(ids) => {
             let copied = ledger_holds(&ctx.pool, run.id, ids).await?;

@@ -57,6 +57,9 @@ pub enum Code {
     Database,
     /// The local spool of large bodies.
     Spool,
+    /// The run's filter cannot be read as the broker's selector grammar (a run previewed before filters were
+    /// parsed): its effective filter cannot be built, so nothing is taken by it.
+    InvalidFilter,
 }
 
 impl Code {
@@ -78,6 +81,7 @@ impl Code {
             Code::DuplicateWindow => "duplicate-window",
             Code::Database => "database",
             Code::Spool => "spool",
+            Code::InvalidFilter => "invalid-filter",
         }
     }
 }
@@ -111,6 +115,12 @@ pub enum RelayError {
         /// Why, in words.
         words: String,
     },
+}
+
+impl From<crate::transfer::plan::FilterError> for RelayError {
+    fn from(e: crate::transfer::plan::FilterError) -> RelayError {
+        RelayError::refused(Code::InvalidFilter, format!("the run's filter cannot be used: {e}; preview it again"))
+    }
 }
 
 impl RelayError {

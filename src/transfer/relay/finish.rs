@@ -26,7 +26,7 @@ use crate::jobs::lease::FencedTx;
 use crate::jobs::RunState;
 use crate::registry::ends;
 use crate::transfer::gather::end_facts;
-use crate::transfer::plan::{stamped_part, unstamped_part, Selection};
+use crate::transfer::plan::{stamped_part, unstamped_part, Selection, Selector};
 use crate::transfer::proof::{self, Proof, SourceCount, Verdict};
 use crate::transfer::staging::{self, Selected, StagingSpec};
 
@@ -116,11 +116,12 @@ pub(crate) async fn count_not_taken(
     run: &mut TransferRun,
     taken: i64,
 ) -> Result<Left, RelayError> {
-    let effective = run.plan.effective_filter().unwrap_or_default();
+    let frozen_selector = run.plan.frozen_selector()?;
+    let effective = frozen_selector.as_ref().map(ToString::to_string).unwrap_or_default();
     let selected = selected_for_not_taken(run, &effective);
     let not_taken = staging::not_taken(&source.mgmt, source_mbean, selected).await?;
     let frozen = !matches!(run.plan.selection, Selection::Ids(_));
-    let beyond = beyond_the_count(source, source_mbean, run, &effective, taken).await?;
+    let beyond = beyond_the_count(source, source_mbean, run, frozen_selector.as_ref(), taken).await?;
     // What still matches is in the selection — gone from it once passes are used up — or beyond the count, never
     // both.
     let in_selection = (not_taken.other as i64 - beyond).max(0);
@@ -133,7 +134,7 @@ pub(crate) async fn count_not_taken(
     Ok(Left::Counted)
 }
 
-/// How many messages on the source the frozen filter (`effective`) still matches beyond the count at `t0`: once a
+/// How many messages on the source the frozen selection (`frozen`) still matches beyond the count at `t0`: once a
 /// whole-queue run has taken the count (`taken`), those without a timestamp, which it takes no more of
 /// ([`whole_queue_left`]); none before, and none for a filter or ids. A lower bound, as the broker's filtered count
 /// is (docs/broker-notes.md).
@@ -141,13 +142,13 @@ async fn beyond_the_count(
     source: &NodeAccess,
     source_mbean: &ObjectName,
     run: &TransferRun,
-    effective: &str,
+    frozen: Option<&Selector>,
     taken: i64,
 ) -> Result<i64, RelayError> {
-    if whole_queue_left(run, taken) != Some(0) {
+    let Some(frozen) = frozen.filter(|_| whole_queue_left(run, taken) == Some(0)) else {
         return Ok(0);
-    }
-    let unstamped = source.mgmt.count_messages(source_mbean, Some(&unstamped_part(effective))).await;
+    };
+    let unstamped = source.mgmt.count_messages(source_mbean, Some(&unstamped_part(frozen))).await;
     Ok(unstamped.map_err(staging::StagingError::from)?.max(0))
 }
 
@@ -170,12 +171,12 @@ pub(crate) async fn exhaust_unless_counted(
     if !matches!(proof, Proof::Unknowable(_)) {
         return Ok((proof, true));
     }
-    let Some(effective) = run.plan.effective_filter() else {
+    let Some(frozen) = run.plan.frozen_selector()? else {
         return Ok((proof, true));
     };
     let filter = match whole_queue_left(run, taken) {
-        Some(0) => stamped_part(&effective),
-        _ => effective,
+        Some(0) => stamped_part(&frozen),
+        _ => frozen.to_string(),
     };
     let conn = source.connect(std::time::Duration::from_secs(30)).await?;
     let left = count_matching(&conn, &run.plan.source.queue, Some(&filter), EXHAUSTION_PASS_LIMIT).await;

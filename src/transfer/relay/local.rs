@@ -230,9 +230,11 @@ async fn move_frozen(
         run.relay.exhausted = true;
         return Ok(0);
     };
-    let filter = run.plan.filter_into(&into).unwrap_or_default();
+    let Some(filter) = run.plan.filter_into(&into)? else {
+        return Err(RelayError::refused(Code::NotThisRun, "an id selection has no frozen filter to move by"));
+    };
     record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
-    let frozen = (filter.as_str(), run.plan.t0_millis);
+    let frozen = (&filter, run.plan.t0_millis);
     let moved = match move_frozen_selection(&node.mgmt, source, &into.queue, frozen, batch, unstamped_left).await {
         Ok(n) => n as i64,
         Err(e) if e.moved_nothing() => {

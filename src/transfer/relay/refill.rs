@@ -9,13 +9,14 @@ use super::fault;
 use super::queues::source_queue_mbean;
 use super::row;
 use super::state::{RefillIntent, TransferRun};
+use super::Code;
 use super::RelayError;
 use crate::broker::jolokia::BrokerManagement;
 use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::JobContext;
 use crate::jobs::settings::Settings;
-use crate::transfer::plan::{stamped_part, unstamped_part, Selection};
+use crate::transfer::plan::{stamped_part, unstamped_part, Selection, Selector};
 use crate::transfer::staging::{self, StagingError};
 
 /// The broker's move of more of the selection into staging, its intent recorded (fenced) before the call and
@@ -51,7 +52,9 @@ pub(crate) async fn refill(
             run.relay.exhausted = to >= ids.len();
         }
         _ => {
-            let filter = run.plan.effective_filter().unwrap_or_default();
+            let Some(filter) = run.plan.frozen_selector()? else {
+                return Err(RelayError::refused(Code::NotThisRun, "an id selection has no frozen filter to refill by"));
+            };
             let unstamped_left = whole_queue_left(run, run.counters.staged);
             let moved = move_frozen_selection(
                 &source.mgmt,
@@ -97,13 +100,13 @@ pub(crate) async fn move_frozen_selection(
     mgmt: &BrokerManagement,
     source: &ObjectName,
     into: &str,
-    frozen: (&str, i64),
+    frozen: (&Selector, i64),
     count: u32,
     unstamped_left: Option<u32>,
 ) -> Result<u64, StagingError> {
     let (filter, t0) = frozen;
     let Some(unstamped_left) = unstamped_left else {
-        return staging::refill_by_filter(mgmt, source, into, filter, count, Some(t0)).await;
+        return staging::refill_by_filter(mgmt, source, into, &filter.to_string(), count, Some(t0)).await;
     };
     let stamped = staging::refill_by_filter(mgmt, source, into, &stamped_part(filter), count, Some(t0)).await?;
     let room = u64::from(count).min(u64::from(unstamped_left)).saturating_sub(stamped);
