@@ -4,6 +4,7 @@
 mod cli;
 mod conventions;
 mod deployment;
+mod filters;
 mod limiter;
 mod live_nodes;
 mod readme;
