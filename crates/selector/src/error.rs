@@ -75,7 +75,7 @@ pub enum ErrorKind {
     /// `XPATH` or `XQUERY`: they select by the message body as XML, which a run's filter does not.
     #[error(
         "{0} selects by the message body read as XML; a run's filter selects by headers and properties only \
-         (the broker evaluates XPATH on every message body it scans, and XQUERY is not implemented by it)"
+         (the broker evaluates XPATH on every message body it scans, and its XQUERY matches nothing)"
     )]
     BodySelector(&'static str),
     /// Nested deeper, or with more terms, than a filter needs.
