@@ -25,6 +25,8 @@ use crate::transfer::outbound::duplicate_id;
 use crate::transfer::plan::QueueRef;
 use crate::transfer::proof::same_start;
 use crate::transfer::store::window as window_store;
+use artemis_core::message::names;
+use artemis_selector::Expr;
 
 pub use super::in_doubt::WindowMark;
 
@@ -130,12 +132,13 @@ pub fn resend_marks(marks: &Marks, target: Option<&BrokerState>) -> Resend {
 /// The words of a run stopped because its batch in doubt cannot be sent again safely: which messages, where
 /// they are held, and what the operator can check before resuming (a resume sends them all again).
 pub fn cache_lost_words(run: Uuid, target: &QueueRef, ids: &[i64], held_in: &str) -> String {
-    let selector = ids.iter().map(|id| format!("'{}'", duplicate_id(run, *id))).collect::<Vec<_>>().join(", ");
+    let duplicate_ids = ids.iter().map(|id| duplicate_id(run, *id));
+    let selector = Expr::is_in(Expr::property(names::DUPLICATE_ID), duplicate_ids);
     format!(
         "the target broker {node} restarted or failed over while {n} messages of this run were in doubt (sent to \
         it, their acknowledgement not recorded), and its duplicate-id cache is not persisted, so it would not drop \
         those that landed: sending them again could deliver them twice. They are held in {held_in}. Check the \
-        target queue {queue} with the selector `_AMQ_DUPL_ID IN ({selector})`, remove what it finds there, then \
+        target queue {queue} with the selector `{selector}`, remove what it finds there, then \
         resume the run (or return it): either sends them once. To avoid this: <persist-id-cache>true</persist-id-cache> on the \
         target broker",
         node = target.node,
