@@ -281,10 +281,18 @@ async fn no_consumer_with_redistribution_on_needs_acknowledgement() {
 async fn an_invalid_selector_is_refused_in_the_brokers_words() {
     let source = source_with(3).await;
     let target = target_queue("west-1", |_| {}).await;
-    let p = run_preview(&source, "west-1", &target, Selection::Filter("color = = 'red'".into())).await;
+    // The grammar reads it; the broker's type rule refuses it (an AND of a number): its words are shown.
+    let p = run_preview(&source, "west-1", &target, Selection::Filter("color = 'red' AND 5".into())).await;
     let f = p.findings.iter().find(|f| f.code == "invalid-filter").unwrap_or_else(|| panic!("{:?}", codes(&p)));
     assert_eq!(f.kind, Kind::Refused);
     assert!(f.words.contains("AMQ229020"), "{}", f.words);
+    // What the grammar cannot read is refused by the product's parser, at its position (`filters::`).
+    let p = run_preview(&source, "west-1", &target, Selection::Filter("color = = 'red'".into())).await;
+    let f = p.findings.iter().find(|f| f.code == "invalid-filter").unwrap_or_else(|| panic!("{:?}", codes(&p)));
+    assert_eq!(
+        f.words,
+        "The filter cannot be read at position 9: expected a property name, a value or '(', found '='."
+    );
 }
 
 #[tokio::test]
