@@ -459,6 +459,16 @@ mod tests {
     }
 
     #[test]
+    fn a_filter_that_cannot_be_read_refuses_the_retry_at_its_position() {
+        let selection = Selection::Filter("x = 1 /* ( */) OR (1=1".into());
+        let refusal = filter_refusal(&selection).expect("refused");
+        assert!(refusal.words.starts_with("The filter cannot be read at position 14: "), "{}", refusal.words);
+        let p = OriginalQueues::refused(refusal).judge(merge(vec![], &PreviewSettings::default()));
+        let codes: Vec<(&str, Kind)> = p.findings.iter().map(|f| (f.code, f.kind)).collect();
+        assert_eq!(codes, [("invalid-filter", Kind::Refused), ("nothing-to-retry", Kind::Refused)]);
+    }
+
+    #[test]
     fn a_retry_of_each_queue_is_a_one_node_move_of_its_messages() {
         let q = |n: &str| QueueRef { cluster: "east".into(), node: "east-1".into(), queue: n.into(), address: None };
         let retry = Plan::retry(q("DLQ"), &Selection::All, vec![q("a"), q("b")], 7).unwrap();
