@@ -350,6 +350,26 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// SPEC I9: whatever the user types, a plan's effective filter is either refused or reads back as the
+        /// user's tree under the freezing terms at the top — so every message it matches is frozen at `t0`.
+        #[test]
+        fn every_effective_filter_implies_the_freezing_terms(
+            filter in "([a-z0-9 ()'=<>*/%+,.\n-]|AND|OR|NOT|IN|/\\*|\\*/|--){0,40}",
+            t0 in proptest::prelude::any::<i64>(),
+        ) {
+            let mut p = plan(Selection::Filter(filter.clone()));
+            p.t0_millis = t0;
+            match (p.effective_filter(), parse_filter(&filter)) {
+                (Ok(Some(effective)), Ok(user)) => {
+                    proptest::prop_assert_eq!(parse_filter(&effective), Ok(user.and(freezing_terms(t0))));
+                }
+                (Err(e), Err(same)) => proptest::prop_assert_eq!(e, same),
+                (effective, user) => proptest::prop_assert!(false, "{:?} / {:?}", effective, user),
+            }
+        }
+    }
+
     #[test]
     fn the_hash_binds_every_field() {
         let a = plan(Selection::All);
