@@ -6,7 +6,7 @@
 use artemis_core::message::{durable_message, PropertyValue, SimpleString};
 use artemis_core::{ConnectOptions, Connection, SessionOptions};
 use artemis_transfer::broker::jolokia::{BrokerManagement, ObjectName, QueueConfig, RoutingType};
-use artemis_transfer::transfer::plan::parse_filter;
+use artemis_transfer::transfer::plan::{parse_filter, FilterErrorKind};
 use artemis_transfer::transfer::{Kind, Mode, Plan, Selection};
 use testbed::{unique_name, Node, TestBed};
 
@@ -156,4 +156,150 @@ async fn every_escape_is_refused_by_the_preview_with_its_position() {
     }
     mgmt.destroy_queue(&queue).await.unwrap();
     super::management(bed.node("west-1")).destroy_queue(&target).await.unwrap();
+}
+
+/// The broker's own parser (the artemis-selector jar of the test bed's distribution, `tests/java/SelectorOracle.java`)
+/// against ours over a fixed corpus of generated selectors: for every one we read, the broker reads our
+/// serialisation as the same expression as the user's text (or refuses both, by a type rule); every one we refuse
+/// that the broker reads is refused for a reason we give on purpose.
+#[tokio::test]
+async fn the_brokers_own_parser_reads_our_serialisation_as_it_reads_the_users_text() {
+    let bed = TestBed::require().await;
+    let corpus = generated_corpus(3_000);
+    let ours: Vec<_> = corpus.iter().map(|s| parse_filter(s)).collect();
+    let serialised: Vec<String> = ours.iter().flatten().map(|tree| tree.to_string()).collect();
+    let (as_written, as_serialised) = (broker_reading(bed, &corpus), broker_reading(bed, &serialised));
+    let mut as_serialised = as_serialised.into_iter();
+    let mut accepted = 0;
+    for ((text, ours), broker) in corpus.iter().zip(&ours).zip(&as_written) {
+        match ours {
+            Ok(tree) => {
+                accepted += 1;
+                let again = as_serialised.next().expect("one reading a serialisation");
+                let same = (broker.starts_with("OK ") && &again == broker)
+                    || (broker.starts_with("ERR ") && again.starts_with("ERR "));
+                assert!(same, "{text:?}\n the broker read: {broker}\n our tree {tree}\n the broker read it: {again}");
+            }
+            Err(e) if broker.starts_with("OK ") => assert!(
+                matches!(
+                    e.kind,
+                    FilterErrorKind::LineCommentWithoutLineBreak
+                        | FilterErrorKind::BodySelector(_)
+                        | FilterErrorKind::TooLarge
+                ),
+                "{text:?}: the broker reads {broker}, we refuse: {e}"
+            ),
+            Err(_) => {}
+        }
+    }
+    assert!(accepted > 1_000, "the corpus reaches the parser's acceptance: {accepted} of {}", corpus.len());
+}
+
+/// `count` selectors made of pieces users write, joined and cut by the tokens that trip filters up; the same
+/// every run (a fixed seed).
+fn generated_corpus(count: usize) -> Vec<String> {
+    const PIECES: [&str; 16] = [
+        "x = 1",
+        "y LIKE 'a%' ESCAPE '!'",
+        "z IN ('a','b''c')",
+        "w BETWEEN -1 AND 0x1F",
+        "v IS NOT NULL",
+        "NOT u",
+        "(a + b) * 2 > c",
+        "s <> 'é'",
+        "t NOT IN ('x')",
+        "q NOT LIKE '_'",
+        "r NOT BETWEEN 1.5e3 AND .5",
+        "- - k = +2",
+        "p = 017",
+        "TRUE",
+        "m = 5L",
+        "hyphenated_props:a-b = 1",
+    ];
+    const JOINS: [&str; 4] = [" AND ", " OR ", " and ", "\nor "];
+    const TRICKY: [&str; 24] = [
+        "(",
+        ")",
+        "/* ( */",
+        "/* ) */",
+        "-- (\n",
+        "-- )\n",
+        "\n",
+        "'",
+        "''",
+        "--",
+        "/*",
+        "*/",
+        " NOT ",
+        ")) OR ((",
+        ") OR (1=1",
+        "1AND",
+        "ſ",
+        "08",
+        "1.5F",
+        "XPATH '/a'",
+        "\u{a0}",
+        "\r\n",
+        "0x",
+        "$",
+    ];
+    let mut seed: u64 = 0x5eed_0027;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    (0..count)
+        .map(|_| {
+            let mut s = PIECES[next(PIECES.len())].to_string();
+            for _ in 0..next(4) {
+                s += JOINS[next(JOINS.len())];
+                s += PIECES[next(PIECES.len())].trim_start_matches("hyphenated_props:");
+            }
+            for _ in 0..next(3) {
+                let at = s.char_indices().map(|(i, _)| i).chain([s.len()]).nth(next(s.chars().count() + 1));
+                s.insert_str(at.unwrap_or(s.len()), TRICKY[next(TRICKY.len())]);
+            }
+            s
+        })
+        .collect()
+}
+
+/// What the broker's parser reads of each selector, in order: `OK <expression>` or `ERR <why>`.
+fn broker_reading(bed: &TestBed, selectors: &[String]) -> Vec<String> {
+    use base64::Engine;
+    use std::io::Write;
+    let lib = bed.artemis_home().join("lib").join("*");
+    let build = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("selector-oracle");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/SelectorOracle.java");
+    // Compiled every time (a second or two): a class left from an older source would judge by older rules.
+    let javac = std::process::Command::new("javac")
+        .arg("-nowarn")
+        .arg("-d")
+        .arg(&build)
+        .arg("-cp")
+        .arg(&lib)
+        .arg(&source)
+        .output()
+        .expect("javac (a JDK) runs");
+    assert!(javac.status.success(), "javac: {}", String::from_utf8_lossy(&javac.stderr));
+    let mut java = std::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{}:{}", build.display(), lib.display()))
+        .arg("SelectorOracle")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("java runs");
+    let input: String =
+        selectors.iter().map(|s| base64::engine::general_purpose::STANDARD.encode(s.as_bytes()) + "\n").collect();
+    let mut stdin = java.stdin.take().expect("java's stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = java.wait_with_output().expect("the oracle's answer");
+    writer.join().expect("the writer").expect("selectors written");
+    assert!(out.status.success(), "SelectorOracle failed");
+    let lines: Vec<String> = String::from_utf8(out.stdout).expect("UTF-8").lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), selectors.len(), "one answer a selector");
+    lines
 }
