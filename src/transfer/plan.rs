@@ -146,14 +146,19 @@ pub const STAGING_PREFIX: &str = "studio.transfer.";
 /// `t0`, so in the selection however late they were committed (SPEC §2: producer clocks decide). A whole-queue run
 /// takes all of it; the count at `t0` never chooses among them.
 pub fn stamped_part(frozen: &Selector) -> String {
-    frozen.clone().and(Expr::compare(Expr::property(TIMESTAMP), CompareOp::Gt, Expr::integer(0))).to_string()
+    timestamp_part(frozen, CompareOp::Gt)
 }
 
 /// The part of a frozen selection whose messages carry no timestamp (0, as a JMS producer with
 /// `setDisableMessageTimestamp(true)` sends): nothing tells when such a message came, so a whole-queue run takes
 /// no more of it than the count at `t0` leaves once everything stamped is taken (`relay::refill`).
 pub fn unstamped_part(frozen: &Selector) -> String {
-    frozen.clone().and(Expr::compare(Expr::property(TIMESTAMP), CompareOp::Le, Expr::integer(0))).to_string()
+    timestamp_part(frozen, CompareOp::Le)
+}
+
+/// `frozen AND AMQTimestamp <op> 0`, serialised.
+fn timestamp_part(frozen: &Selector, op: CompareOp) -> String {
+    frozen.clone().and(Expr::compare(Expr::property(TIMESTAMP), op, Expr::integer(0))).to_string()
 }
 
 /// The rule [`stamped_part`] and [`unstamped_part`] draw, as a whole-queue run obeys it (a move's refills, a copy's
@@ -332,6 +337,14 @@ mod tests {
         let ok = plan(Selection::Filter("x = 1 /* ) OR (1=1 */ AND y = 2 -- (\n".into()));
         let frozen = ok.frozen_selector().unwrap().unwrap();
         assert_eq!(frozen.expr, Expr::and(parse_filter("x = 1 AND y = 2").unwrap().expr, freezing_terms(ok.t0_millis)));
+    }
+
+    #[test]
+    fn the_stamped_and_unstamped_parts_are_the_frozen_selection_under_one_more_term() {
+        let frozen = plan(Selection::Filter("x = 1 /* ) */".into())).frozen_selector().unwrap().unwrap();
+        let stamp = |op| Expr::compare(Expr::property("AMQTimestamp"), op, Expr::integer(0));
+        assert_eq!(parse_filter(&stamped_part(&frozen)), Ok(frozen.clone().and(stamp(CompareOp::Gt))));
+        assert_eq!(parse_filter(&unstamped_part(&frozen)), Ok(frozen.and(stamp(CompareOp::Le))));
     }
 
     #[test]
