@@ -26,6 +26,10 @@ pub enum Error {
         /// The socket error.
         source: Arc<io::Error>,
     },
+    /// TLS failed: the broker's certificate did not verify, the broker wanted a client certificate, the port does
+    /// not speak TLS, a file of TLS material is unusable. The words name the broker and what failed.
+    #[error(transparent)]
+    Tls(crate::tls::TlsError),
     /// The connection is gone; every call on it, pending or later, fails with this.
     #[error("connection lost: {0}")]
     ConnectionLost(CloseReason),
@@ -96,6 +100,14 @@ impl Error {
         matches!(self, Error::ConnectionLost(_) | Error::Protocol(_) | Error::Connect { .. })
     }
 
+    /// What failed in TLS, if TLS failed.
+    pub fn tls_failure(&self) -> Option<&crate::tls::TlsFailure> {
+        match self {
+            Error::Tls(t) => Some(&t.failure),
+            _ => None,
+        }
+    }
+
     /// `true` for a call that timed out (the connection was failed with it).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. } | Error::ConnectionLost(CloseReason::CallTimeout { .. }))
@@ -159,6 +171,9 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         self.is_connection_lost()
             || self.is_timeout()
+            // A broker that did not answer the handshake in time may answer the next; a certificate that does not
+            // verify will not verify on a retry.
+            || matches!(self.tls_failure(), Some(crate::tls::TlsFailure::HandshakeTimeout { .. }))
             || self.broker_code() == Some(ExceptionType::SessionCreationRejected)
             || self.is_address_full()
     }

@@ -58,6 +58,7 @@ mod options;
 mod producer;
 pub mod protocol;
 mod session;
+pub mod tls;
 
 pub use admin::{AddressInfo, QueueConfig, QueueInfo, RoutingType};
 pub use browser::Browser;
@@ -70,3 +71,4 @@ pub use protocol::{
     CoreMessage, ExceptionType, MessageHeaders, MessageType, PropertyValue, ProtocolVersion, TypedProperties,
 };
 pub use session::Session;
+pub use tls::{ClientIdentity, TlsError, TlsFailure, TlsOptions};

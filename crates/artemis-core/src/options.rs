@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::protocol::ProtocolVersion;
+use crate::tls::TlsOptions;
 
 /// How to reach and log in to a broker, and the connection's timing.
 #[derive(Clone)]
@@ -40,6 +41,8 @@ pub struct ConnectOptions {
     /// so a test can see the broker enforce the TTL it was told (`tests/broker/ttl.rs`). Never `false` in real
     /// use: the broker drops a connection that sends nothing for a TTL, and a dead broker would go unnoticed.
     pub keepalive: bool,
+    /// `Some`: speak TLS to the acceptor (`sslEnabled=true`); `None`: plain TCP.
+    pub tls: Option<TlsOptions>,
 }
 
 impl ConnectOptions {
@@ -57,18 +60,43 @@ impl ConnectOptions {
             min_large_message_size: crate::protocol::large::DEFAULT_CHUNK_SIZE,
             max_frame_len: crate::protocol::DEFAULT_MAX_FRAME_LEN,
             keepalive: true,
+            tls: None,
         }
     }
 
-    /// Options from a `tcp://host:port` URL (query parameters are ignored).
+    /// Options from a `tcp://host:port?…` URL as operators write it for Artemis' own clients. The TLS
+    /// parameters are read: `sslEnabled`, `trustStorePath`/`trustStoreType`, `keyStorePath`/`keyStoreType` (PEM:
+    /// the key and its certificate chain in one file), `verifyHost`, `sniHost`; the others are ignored. Parameters
+    /// are separated by `&` (a client's URL) or `;` (an acceptor's in `broker.xml`).
     pub fn from_url(url: &str) -> Result<Self, Error> {
-        let rest =
-            url.strip_prefix("tcp://").ok_or_else(|| Error::InvalidArgument(format!("`{url}` is not a tcp:// URL")))?;
-        let rest = rest.split(['?', '/']).next().unwrap_or(rest);
-        let (host, port) =
-            rest.rsplit_once(':').ok_or_else(|| Error::InvalidArgument(format!("`{url}` has no port")))?;
-        let port = port.parse().map_err(|_| Error::InvalidArgument(format!("`{url}` has an invalid port")))?;
-        Ok(ConnectOptions::new(host, port))
+        let invalid = |what: String| Error::InvalidArgument(format!("`{url}` {what}"));
+        let rest = url.strip_prefix("tcp://").ok_or_else(|| invalid("is not a tcp:// URL".into()))?;
+        let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let authority = authority.split('/').next().unwrap_or(authority);
+        let (host, port) = authority.rsplit_once(':').ok_or_else(|| invalid("has no port".into()))?;
+        let port = port.parse().map_err(|_| invalid("has an invalid port".into()))?;
+        let mut options = ConnectOptions::new(host, port);
+        let mut ssl_enabled = false;
+        let mut tls = crate::tls::UrlTls::default();
+        for pair in query.split(['&', ';']).filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = percent_decode(value);
+            if key == "sslEnabled" {
+                ssl_enabled = crate::tls::boolean(key, &value).map_err(invalid)?;
+            } else {
+                crate::tls::url_parameter(&mut tls, key, &value).map_err(invalid)?;
+            }
+        }
+        if ssl_enabled {
+            options.tls = Some(tls.options().map_err(Error::InvalidArgument)?);
+        }
+        Ok(options)
+    }
+
+    /// Speaks TLS with `tls`.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// Sets the credentials.
@@ -116,8 +144,30 @@ impl fmt::Debug for ConnectOptions {
             .field("min_large_message_size", &self.min_large_message_size)
             .field("max_frame_len", &self.max_frame_len)
             .field("keepalive", &self.keepalive)
+            .field("tls", &self.tls)
             .finish()
     }
+}
+
+/// `%XX` escapes decoded (a path with a space or a `;` in a URL); anything else kept as written.
+fn percent_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// How a session commits its work (CREATESESSION `autoCommitSends` /
@@ -211,7 +261,27 @@ mod tests {
     fn parses_tcp_urls() {
         let o = ConnectOptions::from_url("tcp://127.0.0.1:62616?x=1").unwrap();
         assert_eq!((o.host.as_str(), o.port), ("127.0.0.1", 62616));
+        assert!(o.tls.is_none());
         assert!(ConnectOptions::from_url("http://h:1").is_err());
         assert!(ConnectOptions::from_url("tcp://h").is_err());
+    }
+
+    #[test]
+    fn parses_the_tls_url_forms_operators_write() {
+        let url = "tcp://broker.example:61617?sslEnabled=true&trustStorePath=/etc/a%20b/ca.pem&trustStoreType=PEM\
+                   &keyStorePath=/etc/client.pem&keyStoreType=PEM&verifyHost=true";
+        let o = ConnectOptions::from_url(url).unwrap();
+        let tls = o.tls.expect("sslEnabled=true means TLS");
+        assert_eq!(tls.ca_files, vec![std::path::PathBuf::from("/etc/a b/ca.pem")]);
+        assert_eq!(tls.client.unwrap().cert_file, std::path::PathBuf::from("/etc/client.pem"));
+        assert!(tls.verify_host);
+        // broker.xml's separator, and verifyHost turned off by explicit choice.
+        let o = ConnectOptions::from_url("tcp://h:1?sslEnabled=true;verifyHost=false").unwrap();
+        assert!(!o.tls.unwrap().verify_host);
+        // TLS parameters without sslEnabled=true are not TLS, as for Artemis' own client.
+        assert!(ConnectOptions::from_url("tcp://h:1?trustStorePath=/x.pem").unwrap().tls.is_none());
+        let jks = ConnectOptions::from_url("tcp://h:1?sslEnabled=true&trustStorePath=/t.jks").unwrap_err();
+        assert!(jks.to_string().contains("keytool -importkeystore"), "{jks}");
+        assert!(ConnectOptions::from_url("tcp://h:1?sslEnabled=maybe").is_err());
     }
 }

@@ -38,17 +38,80 @@ pub struct Node {
     pub user: String,
     /// The broker user's password.
     pub password: String,
+    /// `Some` for a node that speaks TLS only (`tls = true` in config/testbed.toml).
+    pub tls: Option<NodeTls>,
 }
 
-impl Node {
-    /// `tcp://127.0.0.1:<core port>`.
-    pub fn core_url(&self) -> String {
-        format!("tcp://127.0.0.1:{}", self.core_port)
+/// A TLS node's other acceptors and the test bed's PKI (`scripts/testbed`, `ensure_pki`, makes it).
+#[derive(Debug, Clone)]
+pub struct NodeTls {
+    /// The acceptor that requires a client certificate (the Core port + 1).
+    pub mtls_port: u16,
+    /// The acceptor whose certificate has expired (the Core port + 2).
+    pub expired_port: u16,
+    /// `target/testbed/pki`.
+    pub pki_dir: PathBuf,
+}
+
+impl NodeTls {
+    /// The test bed's CA, which signed the broker's and the client's certificates.
+    pub fn ca_pem(&self) -> PathBuf {
+        self.pki_dir.join("ca.pem")
     }
 
-    /// The Jolokia endpoint.
+    /// A CA that signed nothing of the test bed's.
+    pub fn other_ca_pem(&self) -> PathBuf {
+        self.pki_dir.join("other-ca.pem")
+    }
+
+    /// The client certificate's chain.
+    pub fn client_cert_pem(&self) -> PathBuf {
+        self.pki_dir.join("client.pem")
+    }
+
+    /// The client certificate's key (unencrypted PKCS#8).
+    pub fn client_key_pem(&self) -> PathBuf {
+        self.pki_dir.join("client-key.pem")
+    }
+
+    /// Key and chain in one file (Artemis' PEM key store).
+    pub fn client_bundle_pem(&self) -> PathBuf {
+        self.pki_dir.join("client-bundle.pem")
+    }
+
+    /// The Artemis URL of a TLS acceptor on `port`: trusting the test bed's CA, with the client certificate when
+    /// `client_certificate`.
+    pub fn core_url(&self, port: u16, client_certificate: bool) -> String {
+        let mut url = format!(
+            "tcp://127.0.0.1:{port}?sslEnabled=true&trustStoreType=PEM&trustStorePath={}",
+            self.ca_pem().display()
+        );
+        if client_certificate {
+            url.push_str(&format!("&keyStoreType=PEM&keyStorePath={}", self.client_bundle_pem().display()));
+        }
+        url
+    }
+}
+
+/// The rule scripts/testbed follows too: a TLS node's mutual-TLS and expired-certificate acceptors follow its Core
+/// port.
+const MTLS_PORT_STEP: u16 = 1;
+const EXPIRED_PORT_STEP: u16 = 2;
+
+impl Node {
+    /// `tcp://127.0.0.1:<core port>`; for a TLS node, with `sslEnabled=true` and the test bed's CA (the form
+    /// Artemis' own Java client reads, and so does ours).
+    pub fn core_url(&self) -> String {
+        match &self.tls {
+            Some(tls) => tls.core_url(self.core_port, false),
+            None => format!("tcp://127.0.0.1:{}", self.core_port),
+        }
+    }
+
+    /// The Jolokia endpoint (HTTPS on a TLS node).
     pub fn jolokia_url(&self) -> String {
-        format!("http://127.0.0.1:{}/console/jolokia", self.http_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/console/jolokia", self.http_port)
     }
 
     /// The broker MBean's ObjectName.
@@ -107,6 +170,8 @@ struct RawNode {
     cluster: String,
     port_offset: u16,
     role: NodeRole,
+    #[serde(default)]
+    tls: bool,
 }
 
 /// The repository root (this crate lives in `crates/testbed`).
@@ -142,14 +207,22 @@ impl TestBed {
         let nodes = raw
             .node
             .into_iter()
-            .map(|n| Node {
-                name: n.name,
-                cluster: n.cluster,
-                role: n.role,
-                core_port: CORE_BASE_PORT + n.port_offset + shift,
-                http_port: HTTP_BASE_PORT + n.port_offset + shift,
-                user: raw.artemis.user.clone(),
-                password: raw.artemis.password.clone(),
+            .map(|n| {
+                let core_port = CORE_BASE_PORT + n.port_offset + shift;
+                Node {
+                    name: n.name,
+                    cluster: n.cluster,
+                    role: n.role,
+                    core_port,
+                    http_port: HTTP_BASE_PORT + n.port_offset + shift,
+                    user: raw.artemis.user.clone(),
+                    password: raw.artemis.password.clone(),
+                    tls: n.tls.then(|| NodeTls {
+                        mtls_port: core_port + MTLS_PORT_STEP,
+                        expired_port: core_port + EXPIRED_PORT_STEP,
+                        pki_dir: dir.join("pki"),
+                    }),
+                }
             })
             .collect();
         Ok(TestBed {

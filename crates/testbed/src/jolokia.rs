@@ -40,6 +40,13 @@ pub enum JolokiaError {
     },
 }
 
+/// The test bed's CA and client identity, if `scripts/testbed up` made them.
+fn tls_material(tls: &crate::config::NodeTls) -> Option<(reqwest::Certificate, reqwest::Identity)> {
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(tls.ca_pem()).ok()?).ok()?;
+    let identity = reqwest::Identity::from_pem(&std::fs::read(tls.client_bundle_pem()).ok()?).ok()?;
+    Some((ca, identity))
+}
+
 /// A Jolokia client bound to one node.
 #[derive(Debug, Clone)]
 pub struct Jolokia {
@@ -50,8 +57,21 @@ pub struct Jolokia {
 impl Jolokia {
     /// A client for `node`, authenticating as the test bed's broker user.
     pub fn new(node: &Node) -> Jolokia {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("http client");
-        Jolokia { node: node.clone(), http }
+        let mut http = reqwest::Client::builder().timeout(Duration::from_secs(10));
+        // HTTPS with the test bed's CA alone, and its client certificate (the web server requires one). Before
+        // `scripts/testbed up` made them, the requests fail, and `TestBed::require` says to start the test bed.
+        if let Some((ca, identity)) = node.tls.as_ref().and_then(tls_material) {
+            http = http.tls_built_in_root_certs(false).add_root_certificate(ca).identity(identity);
+        }
+        Jolokia { node: node.clone(), http: http.build().expect("http client") }
+    }
+
+    fn origin(&self) -> &'static str {
+        if self.node.tls.is_some() {
+            "https://127.0.0.1"
+        } else {
+            "http://127.0.0.1"
+        }
     }
 
     /// Sends one request object and returns its `value`.
@@ -62,7 +82,7 @@ impl Jolokia {
             .post(format!("{}/", self.node.jolokia_url()))
             .basic_auth(&self.node.user, Some(&self.node.password))
             // The default jolokia-access.xml checks CORS strictly: every request needs a matching Origin.
-            .header("Origin", "http://127.0.0.1")
+            .header("Origin", self.origin())
             .json(&body)
             .send()
             .await

@@ -18,5 +18,5 @@ pub mod postgres;
 pub mod private_postgres;
 pub mod scratch;
 
-pub use config::{Node, NodeRole, TestBed};
+pub use config::{Node, NodeRole, NodeTls, TestBed};
 pub use names::unique_name;

@@ -1,6 +1,6 @@
 //! Opening a connection, as straight-line async code before the connection task
-//! exists (core-protocol.md §1.2, §3, §6.1, §14 "Connect"): TCP connect; the
-//! `ARTEMIS` preamble, a PING and the first CREATESESSION in one write (the
+//! exists (core-protocol.md §1.2, §3, §6.1, §14 "Connect"): TCP connect; the TLS
+//! handshake when the options ask for TLS (`crate::tls`); the `ARTEMIS` preamble, a PING and the first CREATESESSION in one write (the
 //! acceptor needs ≥ 8 bytes within its 10 s handshake timeout, §15 item 16); then
 //! read until CREATESESSION_RESP. An EXCEPTION 108 means the version was refused:
 //! the same socket stays open and the next version is tried (§3, §19 item 6).
@@ -12,18 +12,20 @@ use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::stream::Stream;
 use crate::error::{BrokerError, CloseReason, Error, ProtocolError, ProtocolErrorKind};
 use crate::options::{ConnectOptions, SessionOptions};
 use crate::protocol::packet::{CreateSession, Ping};
 use crate::protocol::{
     encode_frame, ExceptionType, FrameDecoder, Packet, ProtocolVersion, PING_CHANNEL, PREAMBLE, SESSION_CREATE_CHANNEL,
 };
+use crate::tls::{HandshakeProbe, TlsError};
 
 /// A connection whose first session exists.
 #[derive(Debug)]
 pub(crate) struct Established {
     /// The socket.
-    pub stream: TcpStream,
+    pub stream: Stream,
     /// The version announced and accepted: every packet is shaped by it (§3).
     pub version: ProtocolVersion,
     /// CREATESESSION_RESP's `serverVersion` (informational).
@@ -63,6 +65,15 @@ fn io_lost(e: io::Error) -> Error {
     Error::ConnectionLost(CloseReason::Io(Arc::new(e)))
 }
 
+/// A socket error while the session is being created: on a TLS connection it may be the broker's refusal of the
+/// client certificate, which a TLS 1.3 client learns only at its first read after the handshake.
+fn handshake_lost(addr: &str, probe: Option<&HandshakeProbe>, e: io::Error) -> Error {
+    match probe.and_then(|p| p.classify(&e)) {
+        Some(failure) => Error::Tls(TlsError { addr: addr.to_string(), failure }),
+        None => io_lost(e),
+    }
+}
+
 /// Connects and creates the first session on `channel`, trying each of
 /// `opts.versions` in turn. Bounded by `opts.connect_timeout` as a whole.
 pub(crate) async fn establish(
@@ -72,10 +83,17 @@ pub(crate) async fn establish(
 ) -> Result<Established, Error> {
     let addr = opts.addr();
     let work = async {
-        let stream =
+        let tcp =
             TcpStream::connect(&addr).await.map_err(|e| Error::Connect { addr: addr.clone(), source: Arc::new(e) })?;
-        stream.set_nodelay(true).map_err(io_lost)?;
-        negotiate(stream, opts, session, channel).await
+        tcp.set_nodelay(true).map_err(io_lost)?;
+        let stream = match &opts.tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => {
+                let done = crate::tls::handshake(tcp, &opts.host, &addr, tls).await.map_err(Error::Tls)?;
+                Stream::Tls(Box::new(done.stream), done.probe)
+            }
+        };
+        negotiate(stream, &addr, opts, session, channel).await
     };
     match tokio::time::timeout(opts.connect_timeout, work).await {
         Ok(r) => r,
@@ -84,7 +102,8 @@ pub(crate) async fn establish(
 }
 
 async fn negotiate(
-    mut stream: TcpStream,
+    mut stream: Stream,
+    addr: &str,
     opts: &ConnectOptions,
     session: SessionOptions,
     channel: i64,
@@ -99,7 +118,12 @@ async fn negotiate(
     encode(&mut out, PING_CHANNEL, &Ping { connection_ttl: ttl_ms }.into(), version)?;
     let create = |v| Packet::from(create_session_packet(opts, session, channel, v));
     encode(&mut out, SESSION_CREATE_CHANNEL, &create(version), version)?;
-    stream.write_all(&out).await.map_err(io_lost)?;
+    let probe = match &stream {
+        Stream::Tls(_, probe) => Some(Arc::clone(probe)),
+        Stream::Plain(_) => None,
+    };
+    let lost = |e| handshake_lost(addr, probe.as_deref(), e);
+    stream.write_all(&out).await.map_err(lost)?;
 
     let mut decoder = FrameDecoder::new(opts.max_frame_len);
     let mut buf = BytesMut::with_capacity(4096);
@@ -111,11 +135,15 @@ async fn negotiate(
             if let Some(f) = decoded {
                 break f;
             }
-            if stream.read_buf(&mut buf).await.map_err(io_lost)? == 0 {
-                return Err(io_lost(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the broker closed the connection during the handshake",
-                )));
+            if stream.read_buf(&mut buf).await.map_err(lost)? == 0 {
+                let words = if probe.is_some() {
+                    "the broker closed the connection during the handshake"
+                } else {
+                    // Seen live (docs/broker-notes.md): a TLS-only acceptor closes a plain connection at once.
+                    "the broker closed the connection during the handshake (a TLS-only acceptor does that to a \
+                     plain client: add sslEnabled=true if this port speaks TLS)"
+                };
+                return Err(lost(io::Error::new(io::ErrorKind::UnexpectedEof, words)));
             }
         };
         let (ch, ty) = (frame.header.channel_id, frame.header.packet_type);
@@ -141,7 +169,7 @@ async fn negotiate(
                 version = versions.next().ok_or_else(|| Error::VersionRejected { offered: opts.versions.clone() })?;
                 let mut out = BytesMut::new();
                 encode(&mut out, SESSION_CREATE_CHANNEL, &create(version), version)?;
-                stream.write_all(&out).await.map_err(io_lost)?;
+                stream.write_all(&out).await.map_err(lost)?;
             }
             Packet::Disconnect(_) | Packet::DisconnectV2(_) | Packet::DisconnectV3(_) => {
                 return Err(Error::ConnectionLost(CloseReason::Disconnected { node_id: None, reason: None }));

@@ -9,6 +9,7 @@
 //! | `command` | what handles ask of the task; what consumers get from it |
 //! | `channels` | pending calls per channel, consumer routes, `fail_all` |
 //! | `keepalive` | PING every TTL/2, the TTL watchdog |
+//! | `stream` | the socket, plain TCP or TLS, and its halves |
 //!
 //! Every blocking call is bounded twice: the task fails the connection when a
 //! call's deadline passes (the session's state is then unknown, §4.2), and the
@@ -18,6 +19,7 @@ mod channels;
 mod command;
 mod handshake;
 mod keepalive;
+mod stream;
 mod task;
 
 use std::collections::BTreeSet;

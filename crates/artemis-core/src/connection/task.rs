@@ -26,13 +26,13 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::channels::{Channels, Matched, Pending};
 use super::command::{Command, ConsumerEvent, ProducerCreditEvent};
 use super::keepalive::{Due, Keepalive};
+use super::stream::{Reader, Stream, Writer};
 use super::Shared;
 use crate::error::{CloseReason, Error, ProtocolError, ProtocolErrorKind};
 use crate::protocol::packet::Ping;
@@ -49,8 +49,8 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// The task's state.
 pub(crate) struct Task {
-    reader: OwnedReadHalf,
-    writer: OwnedWriteHalf,
+    reader: Reader,
+    writer: Writer,
     rbuf: BytesMut,
     wbuf: BytesMut,
     decoder: FrameDecoder,
@@ -74,12 +74,7 @@ fn lost_io(kind: io::ErrorKind, what: &str) -> CloseReason {
 
 impl Task {
     /// A task over an established socket.
-    pub fn new(
-        stream: tokio::net::TcpStream,
-        leftover: BytesMut,
-        commands: mpsc::Receiver<Command>,
-        shared: Arc<Shared>,
-    ) -> Self {
+    pub fn new(stream: Stream, leftover: BytesMut, commands: mpsc::Receiver<Command>, shared: Arc<Shared>) -> Self {
         let (reader, writer) = stream.into_split();
         let opts = &shared.options;
         Task {

@@ -19,5 +19,6 @@ mod login;
 mod pipeline;
 mod reload;
 mod support;
+mod tls;
 mod transactions;
 mod ttl;
