@@ -20,7 +20,7 @@ use sqlx::PgPool;
 
 use crate::cli::grant::{authorise_admin_on, operator, Authorised};
 use crate::cli::CliError;
-use crate::registry::discover::{conventional_jolokia_url, discover, Seed};
+use crate::registry::discover::{conventional_jolokia_url_over, discover, Seed};
 use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
 use crate::transfer::audit::{audit_entry, AuditEntry};
 
@@ -258,11 +258,13 @@ fn seed(core_url: &str, jolokia_url: Option<String>, members: Vec<(String, Strin
             jolokia_by_core.entry(core.clone()).or_insert_with(|| url.clone());
             url
         }
-        None => conventional_jolokia_url(&core).ok_or_else(|| {
-            RegistryError::Discovery(format!(
-                "cannot derive a Jolokia URL from the Core URL {core_url}: give it with --jolokia-url"
-            ))
-        })?,
+        // A TLS seed's web server is reached over HTTPS: never derive http:// for it.
+        None => conventional_jolokia_url_over(&core, crate::registry::tls::of_core_url(core_url)?.is_some())
+            .ok_or_else(|| {
+                RegistryError::Discovery(format!(
+                    "cannot derive a Jolokia URL from the Core URL {core_url}: give it with --jolokia-url"
+                ))
+            })?,
     };
     Ok(Seed { jolokia_url, core_url: Some(core_url.to_string()), jolokia_by_core })
 }

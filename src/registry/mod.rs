@@ -4,6 +4,7 @@
 //! - [`store`]: the Postgres tables of `migrations/0002_cluster_registry.sql`.
 //! - [`discover`]: a cluster's nodes learnt from one seed node's topology.
 //! - [`credentials`]: credentials come from the environment by reference; they are never stored.
+//! - [`tls`]: an endpoint's TLS material, referenced by PEM paths in its Core URL; Jolokia uses the same.
 //! - [`live`]: which endpoint of a node is live now (asked, never assumed), as a management client.
 //! - [`ends`]: a run's end resolved to its live endpoint for a job, and kept for a minute.
 
@@ -12,6 +13,7 @@ pub mod discover;
 pub mod ends;
 pub mod live;
 pub mod store;
+pub mod tls;
 
 pub use credentials::Credentials;
 pub use store::{Cluster, ClusterNode, EndpointRole, NodeEndpoint};

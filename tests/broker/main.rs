@@ -19,6 +19,7 @@ fn endpoint(node: &Node) -> Endpoint {
         user: node.user.clone(),
         password: node.password.clone().into(),
         origin: None,
+        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url()),
     }
 }
 
@@ -29,8 +30,7 @@ async fn management(node: &Node) -> BrokerManagement {
 #[tokio::test]
 async fn discovers_broker_names_and_ha_state_on_every_node() {
     let bed = TestBed::require().await;
-    // The TLS node's HTTPS Jolokia needs the private CA and a client certificate: the next step.
-    for node in bed.nodes.iter().filter(|n| n.tls.is_none()) {
+    for node in &bed.nodes {
         let mgmt = management(node).await;
         assert_eq!(mgmt.broker_name(), node.name);
         let state = mgmt.broker_state().await.unwrap();
@@ -173,6 +173,7 @@ async fn a_node_that_does_not_answer_is_unreachable() {
         user: "u".into(),
         password: "p".into(),
         origin: None,
+        tls: None,
     };
     let err = JolokiaClient::new(ep, Duration::from_secs(2)).request(&Request::Version).await.unwrap_err();
     assert!(err.is_unreachable(), "{err:?}");

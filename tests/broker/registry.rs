@@ -82,3 +82,78 @@ async fn clusters_are_stored_listed_and_removed() {
     let leftovers: i64 = sqlx::query_scalar("SELECT count(*) FROM cluster_endpoint").fetch_one(&pool).await.unwrap();
     assert_eq!(leftovers, 0, "endpoints go with their cluster");
 }
+
+/// The TLS node as an operator registers it: its Core URL with the TLS parameters (the test bed's CA, the client
+/// certificate its HTTPS Jolokia requires), its Jolokia over HTTPS.
+fn tls_seed(node: &testbed::Node) -> Seed {
+    Seed {
+        jolokia_url: node.jolokia_url(),
+        core_url: Some(node.registered_core_url()),
+        jolokia_by_core: BTreeMap::new(),
+    }
+}
+
+/// Discovery from a TLS seed yields TLS endpoints only: the Core URL keeps its TLS parameters, Jolokia is https,
+/// and the live endpoint is then found over HTTPS with the client certificate the URL names.
+#[tokio::test]
+async fn discovery_from_a_tls_seed_yields_tls_endpoints_only() {
+    let bed = TestBed::require().await;
+    let secure = bed.node("secure-1");
+    let nodes = discover(&tls_seed(secure), &credentials(bed), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    for endpoint in &nodes[0].endpoints {
+        assert!(endpoint.core_url.contains("sslEnabled=true"), "{endpoint:?}");
+        assert!(endpoint.jolokia_url.starts_with("https://"), "{endpoint:?}");
+    }
+    let (_, live) = live_endpoint(&nodes[0], &credentials(bed), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(live.broker_name, "secure-1");
+}
+
+/// A TLS seed whose Jolokia URL is plain http would send the credentials in clear: refused in words, as is an
+/// HTTPS seed without the Core URL that says how Core reaches it.
+#[tokio::test]
+async fn a_tls_seed_is_never_downgraded() {
+    let bed = TestBed::require().await;
+    let secure = bed.node("secure-1");
+    let mut plain_jolokia = tls_seed(secure);
+    plain_jolokia.jolokia_url = plain_jolokia.jolokia_url.replace("https://", "http://");
+    let err = discover(&plain_jolokia, &credentials(bed), Duration::from_secs(10)).await.unwrap_err().to_string();
+    assert!(err.contains("registered over TLS") && err.contains("not https"), "{err}");
+
+    let no_core = Seed { core_url: None, ..tls_seed(secure) };
+    let err = discover(&no_core, &credentials(bed), Duration::from_secs(10)).await.unwrap_err().to_string();
+    assert!(err.contains("give its Core URL too"), "{err}");
+}
+
+/// Jolokia over HTTPS fails in words naming what failed: a CA that did not sign the broker's certificate, and no
+/// client certificate where the web server requires one.
+#[tokio::test]
+async fn https_management_failures_are_named() {
+    use artemis_transfer::broker::jolokia::{Endpoint, JolokiaClient, JolokiaError};
+    let bed = TestBed::require().await;
+    let secure = bed.node("secure-1");
+    let tls = secure.tls.as_ref().unwrap();
+    let client = |core_url: String| {
+        JolokiaClient::new(
+            Endpoint {
+                node: secure.name.clone(),
+                url: secure.jolokia_url(),
+                user: secure.user.clone(),
+                password: secure.password.clone().into(),
+                origin: None,
+                tls: artemis_transfer::registry::tls::of_endpoint(&core_url),
+            },
+            Duration::from_secs(10),
+        )
+    };
+    let started = std::time::Instant::now();
+    let wrong_ca = secure.registered_core_url().replace("ca.pem", "other-ca.pem");
+    let err = client(wrong_ca).agent_version().await.unwrap_err();
+    assert!(matches!(&err, JolokiaError::Tls { failure: artemis_core::TlsFailure::UnknownIssuer, .. }), "{err:?}");
+    assert!(err.to_string().contains("not signed by a trusted CA"), "{err}");
+
+    let err = client(tls.core_url(secure.core_port, false)).agent_version().await.unwrap_err();
+    assert!(matches!(&err, JolokiaError::Tls { .. }), "{err:?}");
+    assert!(err.to_string().contains("client certificate"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
+}

@@ -23,6 +23,7 @@ fn scratch_node(broker: &ScratchBroker) -> Node {
         http_port: broker.http_port.expect("started with the web console"),
         user: broker.user.clone(),
         password: broker.password.clone(),
+        tls: None,
     }
 }
 

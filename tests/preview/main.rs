@@ -26,6 +26,7 @@ fn management(node: &Node) -> BrokerManagement {
         user: node.user.clone(),
         password: node.password.clone().into(),
         origin: None,
+        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url()),
     };
     BrokerManagement::new(JolokiaClient::new(endpoint, Duration::from_secs(10)), node.name.clone())
 }
@@ -315,6 +316,7 @@ async fn a_node_that_does_not_answer_could_not_be_checked() {
         user: "u".into(),
         password: "p".into(),
         origin: None,
+        tls: None,
     };
     let tm = BrokerManagement::new(JolokiaClient::new(dead, Duration::from_secs(2)), "west-9");
     let plan = Plan {

@@ -223,7 +223,10 @@ pub enum TlsFailure {
         after: Duration,
     },
     /// The broker ended the handshake with an alert.
-    #[error("the broker sent the TLS alert {0}")]
+    #[error(
+        "the broker ended the handshake with the TLS alert {0} (a broker that requires a client certificate does \
+         so when none, or one it does not trust, is given: keyStorePath)"
+    )]
     Alert(String),
     /// A file of TLS material is missing, unreadable or not what it should be.
     #[error("the {role} {}: {fault}", path.display())]
@@ -282,7 +285,6 @@ impl HandshakeProbe {
 
     fn failure(&self, e: &rustls::Error) -> TlsFailure {
         match e {
-            rustls::Error::InvalidCertificate(c) => certificate_failure(c),
             rustls::Error::AlertReceived(_) if self.asked_without_certificate() => {
                 TlsFailure::ClientCertificateRequired
             }
@@ -291,10 +293,42 @@ impl HandshakeProbe {
             {
                 TlsFailure::ClientCertificateRefused { alert: format!("{alert:?}") }
             }
+            other => TlsFailure::from_rustls(other),
+        }
+    }
+}
+
+impl TlsFailure {
+    /// What a rustls error means, for a client that did not watch the handshake (an HTTP client's): the same
+    /// words as a Core connection's, except that a refusal of the client certificate is told by the broker's
+    /// alert alone.
+    pub fn from_rustls(e: &rustls::Error) -> TlsFailure {
+        match e {
+            rustls::Error::InvalidCertificate(c) => certificate_failure(c),
+            rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => {
+                TlsFailure::ClientCertificateRequired
+            }
             rustls::Error::AlertReceived(alert) => TlsFailure::Alert(format!("{alert:?}")),
             rustls::Error::InvalidMessage(m) => TlsFailure::NotTls { reason: format!("{m:?}") },
             other => TlsFailure::Other(other.to_string()),
         }
+    }
+
+    /// The TLS failure an error of any kind carries somewhere in its chain of sources (a rustls error inside an
+    /// I/O error inside an HTTP client's error), if any.
+    pub fn find_in(e: &(dyn std::error::Error + 'static)) -> Option<TlsFailure> {
+        let mut next = Some(e);
+        while let Some(err) = next {
+            if let Some(r) = err.downcast_ref::<rustls::Error>() {
+                return Some(TlsFailure::from_rustls(r));
+            }
+            // An I/O error's `source` skips the error it wraps (it answers that error's source): descend into it.
+            next = match err.downcast_ref::<io::Error>().and_then(io::Error::get_ref) {
+                Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+                None => err.source(),
+            };
+        }
+        None
     }
 }
 

@@ -108,6 +108,15 @@ impl Node {
         }
     }
 
+    /// The Core URL an operator registers: for a TLS node, with the client certificate too (the node's HTTPS
+    /// Jolokia requires one, and the registry gives an endpoint's Jolokia the TLS material of its Core URL).
+    pub fn registered_core_url(&self) -> String {
+        match &self.tls {
+            Some(tls) => tls.core_url(self.core_port, true),
+            None => self.core_url(),
+        }
+    }
+
     /// The Jolokia endpoint (HTTPS on a TLS node).
     pub fn jolokia_url(&self) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };

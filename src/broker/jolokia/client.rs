@@ -10,6 +10,8 @@ use std::time::Duration;
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde_json::Value;
 
+use artemis_core::tls::{StoreRole, TlsFailure, TlsOptions};
+
 use super::error::{AgentError, JolokiaError};
 use super::request::Request;
 use crate::broker::permits::PermitSource;
@@ -29,6 +31,10 @@ pub struct Endpoint {
     /// The `Origin` header; `None` derives `scheme://host` from the URL, which matches the
     /// `*://<http-host>*` pattern `artemis create` writes into `jolokia-access.xml`.
     pub origin: Option<String>,
+    /// For an `https://` URL: the CA(s) to trust instead of the public web roots, the client certificate, and
+    /// whether the host name is verified. The registry gives each endpoint the material of its Core URL
+    /// (`crate::registry::tls`). `None`: the public web roots, no client certificate.
+    pub tls: Option<TlsOptions>,
 }
 
 impl Endpoint {
@@ -58,7 +64,8 @@ pub struct JolokiaClient {
     endpoint: Endpoint,
     origin: HeaderValue,
     timeout: Duration,
-    http: reqwest::Client,
+    /// The HTTP client, or why the endpoint's TLS material could not be used (every request then fails with it).
+    http: Result<reqwest::Client, JolokiaError>,
     permits: Option<Arc<dyn PermitSource>>,
 }
 
@@ -66,7 +73,7 @@ impl JolokiaClient {
     /// A client with a timeout on every request.
     pub fn new(endpoint: Endpoint, timeout: Duration) -> JolokiaClient {
         let origin = HeaderValue::from_str(&endpoint.origin()).unwrap_or(HeaderValue::from_static("http://localhost"));
-        let http = reqwest::Client::builder().timeout(timeout).build().expect("a TLS backend is compiled in");
+        let http = http_client(&endpoint, timeout);
         JolokiaClient { endpoint, origin, timeout, http, permits: None }
     }
 
@@ -98,6 +105,8 @@ impl JolokiaClient {
         let url = format!("{}/", self.endpoint.url.trim_end_matches('/'));
         let resp = self
             .http
+            .as_ref()
+            .map_err(Clone::clone)?
             .post(url)
             .basic_auth(&self.endpoint.user, Some(self.endpoint.password.expose()))
             .header("Origin", self.origin.clone())
@@ -128,6 +137,8 @@ impl JolokiaClient {
         let node = self.endpoint.node.clone();
         if e.is_timeout() {
             JolokiaError::Timeout { node, after: self.timeout }
+        } else if let Some(failure) = TlsFailure::find_in(&e) {
+            JolokiaError::Tls { node, url: self.endpoint.url.clone(), failure }
         } else {
             // The URL may carry no secret (credentials go in a header), but strip it anyway: words only.
             JolokiaError::Unreachable { node, reason: e.without_url().to_string() }
@@ -177,6 +188,49 @@ impl JolokiaClient {
         })?;
         Ok(AgentVersion { agent, major })
     }
+}
+
+/// The HTTP client of `endpoint`: with its TLS material when it has some.
+fn http_client(endpoint: &Endpoint, timeout: Duration) -> Result<reqwest::Client, JolokiaError> {
+    let mut builder = reqwest::Client::builder().timeout(timeout);
+    if let Some(tls) = &endpoint.tls {
+        let unusable = |role, path: &std::path::Path, fault: String| JolokiaError::Tls {
+            node: endpoint.node.clone(),
+            url: endpoint.url.clone(),
+            failure: TlsFailure::Material { role, path: path.to_owned(), fault },
+        };
+        let read = |role, path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| unusable(role, path, format!("cannot be read ({e})")))
+        };
+        if !tls.ca_files.is_empty() {
+            // The private CA replaces the public roots, as for the Core connection.
+            builder = builder.tls_built_in_root_certs(false);
+        }
+        for path in &tls.ca_files {
+            let certs = reqwest::Certificate::from_pem_bundle(&read(StoreRole::Trust, path)?)
+                .map_err(|_| unusable(StoreRole::Trust, path, "holds no usable PEM certificate".into()))?;
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if let Some(client) = &tls.client {
+            let mut pem = read(StoreRole::Key, &client.cert_file)?;
+            if client.key_file != client.cert_file {
+                pem.push(b'\n');
+                pem.extend(read(StoreRole::Key, &client.key_file)?);
+            }
+            // Never the parser's words: they may quote the key.
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+                unusable(StoreRole::Key, &client.key_file, "is not a usable PEM certificate chain and key".into())
+            })?;
+            builder = builder.identity(identity);
+        }
+        builder = builder.danger_accept_invalid_hostnames(!tls.verify_host);
+    }
+    builder.build().map_err(|e| JolokiaError::Unreachable {
+        node: endpoint.node.clone(),
+        reason: format!("the HTTP client could not be built: {}", e.without_url()),
+    })
 }
 
 /// One entry of a Jolokia answer: its `value` on status 200, else its error.

@@ -24,6 +24,17 @@ pub enum JolokiaError {
         /// The timeout that ran out.
         after: Duration,
     },
+    /// TLS to the management endpoint failed: its certificate did not verify, it wanted a client certificate,
+    /// the TLS material could not be used.
+    #[error("node {node}'s management endpoint {url}: TLS failed: {failure}")]
+    Tls {
+        /// The node.
+        node: String,
+        /// The endpoint's URL (it carries no secret: the registry refuses URLs that do).
+        url: String,
+        /// What failed.
+        failure: artemis_core::TlsFailure,
+    },
     /// HTTP 401/403 from the console's login filter: wrong user or password, or a user without the console role.
     #[error(
         "node {node} refused the management login (HTTP {status}): check the user and password, and that the \

@@ -913,6 +913,7 @@ mod tests {
             user: "u".into(),
             password: String::new().into(),
             origin: None,
+            tls: None,
         };
         let mgmt = BrokerManagement::new(JolokiaClient::new(endpoint, std::time::Duration::from_secs(1)), "b");
         assert_eq!(mgmt.count_answer("moveMessages", &json!(7)).unwrap(), 7);

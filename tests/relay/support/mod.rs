@@ -61,6 +61,7 @@ pub fn management(node: &Node) -> BrokerManagement {
         user: node.user.clone(),
         password: node.password.clone().into(),
         origin: None,
+        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url()),
     };
     BrokerManagement::new(JolokiaClient::new(endpoint, Duration::from_secs(30)), node.name.clone())
 }
@@ -410,6 +411,7 @@ pub fn scratch_node(broker: &ScratchBroker, cluster: &str) -> Node {
         http_port: broker.http_port.expect("scratch brokers here have a web console"),
         user: broker.user.clone(),
         password: broker.password.clone(),
+        tls: None,
     }
 }
 
