@@ -146,8 +146,9 @@ impl Reach {
         )
     }
 
-    /// On a TLS cluster, a member's Core acceptor must answer TLS with the seed's material: the topology says
-    /// only `host:port`, and a plain acceptor there is refused rather than registered plain.
+    /// On a TLS cluster, a member's (or the lone seed's) Core acceptor must answer TLS with the seed's material:
+    /// the topology says only `host:port`, and a plain acceptor there is refused rather than registered plain; a
+    /// certificate that does not verify is refused in the Core client's words.
     async fn check_core_tls(
         &self,
         core_url: &str,
@@ -219,6 +220,7 @@ pub async fn discover(
                 seed.jolokia_url
             ))
         })?;
+        reach.check_core_tls(core, credentials, timeout).await?;
         return Ok(vec![ClusterNode {
             name: seed_mgmt.broker_name().to_string(),
             node_id: seed_node_id,

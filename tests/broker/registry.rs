@@ -157,3 +157,44 @@ async fn https_management_failures_are_named() {
     assert!(err.to_string().contains("client certificate"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
 }
+
+/// Registering the TLS node with material that does not fit fails within seconds, in words naming what failed:
+/// a CA that did not sign its certificate, an expired certificate (its `expired` acceptor), a host name its
+/// certificate does not carry, no client certificate where its web server requires one.
+#[tokio::test]
+async fn registering_with_tls_material_that_does_not_fit_fails_in_words_within_seconds() {
+    let bed = TestBed::require().await;
+    let secure = bed.node("secure-1");
+    let tls = secure.tls.as_ref().unwrap();
+    let good = tls_seed(secure);
+    let expired_core = tls.core_url(tls.expired_port, true);
+    let cases = [
+        (
+            "wrong CA",
+            Seed { core_url: good.core_url.as_ref().map(|u| u.replace("ca.pem", "other-ca.pem")), ..good.clone() },
+            "not signed by a trusted CA",
+        ),
+        ("expired", Seed { core_url: Some(expired_core), ..good.clone() }, "has expired"),
+        (
+            "host name",
+            Seed {
+                jolokia_url: good.jolokia_url.replace("127.0.0.1", "localhost"),
+                core_url: good.core_url.as_ref().map(|u| u.replace("127.0.0.1", "localhost")),
+                ..good.clone()
+            },
+            "host name mismatch",
+        ),
+        (
+            "no client certificate",
+            Seed { core_url: Some(tls.core_url(secure.core_port, false)), ..good.clone() },
+            "client certificate",
+        ),
+    ];
+    for (what, seed, words) in cases {
+        let started = std::time::Instant::now();
+        let err = discover(&seed, &credentials(bed), Duration::from_secs(10)).await.unwrap_err().to_string();
+        let elapsed = started.elapsed();
+        assert!(err.contains(words), "{what}: `{words}` missing from: {err}");
+        assert!(elapsed < Duration::from_secs(6), "{what}: took {elapsed:?}: {err}");
+    }
+}

@@ -18,4 +18,5 @@ mod retry;
 mod returns;
 mod staging;
 mod support;
+mod tls;
 mod window;
