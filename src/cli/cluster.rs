@@ -44,12 +44,19 @@ pub enum ClusterCommand {
     /// (HTTP port = Core port − 61616 + 8161) unless given with --member-jolokia, and is always checked by
     /// reading that endpoint's NodeID. The broker user and password are read from the environment variables
     /// ARTEMIS_TRANSFER_CREDENTIALS__<REF>__USER and ARTEMIS_TRANSFER_CREDENTIALS__<REF>__PASSWORD, here and
-    /// in every process that later reaches the cluster; they are never stored.
+    /// in every process that later reaches the cluster; they are never stored, and are sent only to hosts named
+    /// here (the seed's, --member-jolokia's): a member on another host is refused until it is named.
+    ///
+    /// TLS: give the Core URL as for Artemis' own client, e.g.
+    /// tcp://b1:61617?sslEnabled=true&trustStorePath=/etc/ca.pem&keyStorePath=/etc/client.pem (PEM paths; the
+    /// key store is the client key and its chain in one file; verifyHost=false only by explicit choice). Jolokia
+    /// is then reached over HTTPS with the same material, every member's Core URL carries the same parameters and
+    /// is checked to answer TLS: discovery never falls back to plain.
     Add {
         /// The cluster's name in the registry (used in `--from cluster/node/queue`).
         name: String,
         /// The seed node's Core URL, e.g. tcp://broker-1:61616 (the broker's Core acceptor; its web console's
-        /// http:// address is --jolokia-url).
+        /// address is --jolokia-url), or with TLS parameters (see above).
         #[arg(long, value_parser = parse_core_url)]
         core_url: String,
         /// The seed node's Jolokia URL (default: derived from --core-url by the port convention).

@@ -123,6 +123,14 @@ async fn a_tls_seed_is_never_downgraded() {
     let no_core = Seed { core_url: None, ..tls_seed(secure) };
     let err = discover(&no_core, &credentials(bed), Duration::from_secs(10)).await.unwrap_err().to_string();
     assert!(err.contains("give its Core URL too"), "{err}");
+
+    // A Core acceptor that is plain TCP where the cluster is registered over TLS (east-1's port with the TLS
+    // parameters): the check finds it, and nothing is registered plain.
+    let plain_port = bed.node("east-1").core_port;
+    let plain_core = secure.registered_core_url().replace(&secure.core_port.to_string(), &plain_port.to_string());
+    let seed = Seed { core_url: Some(plain_core), ..tls_seed(secure) };
+    let err = discover(&seed, &credentials(bed), Duration::from_secs(10)).await.unwrap_err().to_string();
+    assert!(err.contains("does not answer Core over TLS") && err.contains("never falls back to plain"), "{err}");
 }
 
 /// Jolokia over HTTPS fails in words naming what failed: a CA that did not sign the broker's certificate, and no
