@@ -160,6 +160,8 @@ pub struct RetentionConfig {
     pub finished_runs_days: u32,
     /// How often each worker process prunes.
     pub prune_interval_secs: u64,
+    /// Audit rows older than this many days are pruned by the same schedule.
+    pub audit_days: u32,
 }
 
 /// `[api]`: `artemis-transfer serve`, the HTTP API. Its bearer tokens come from the environment, never from here.
@@ -193,10 +195,21 @@ pub struct ApiConfig {
     /// How often the tokens file (ARTEMIS_TRANSFER_API_TOKENS_FILE) is looked at for a change; SIGHUP reads it at
     /// once.
     pub tokens_poll_ms: u64,
+    /// The proxies (addresses or ranges) whose `X-Forwarded-For` names the client; from any other peer it is ignored.
+    pub trusted_proxies: Vec<String>,
+    /// The event streams one caller (a service and its operator) may hold open at once.
+    pub streams_per_caller: usize,
+    /// Plain HTTP beyond loopback is allowed only when this says a proxy in front terminates TLS.
+    pub plain_http_behind_proxy: bool,
 }
 
 impl ApiConfig {
-    /// Each service's rate limit.
+    /// The proxies whose `X-Forwarded-For` is believed.
+    pub fn trusted_proxies(&self) -> Result<crate::api::limit::TrustedProxies, ConfigError> {
+        crate::api::limit::TrustedProxies::parse(&self.trusted_proxies).map_err(ConfigError::Invalid)
+    }
+
+    /// Each caller's (service and operator) rate limit.
     pub fn service_rate(&self) -> crate::api::limit::Rate {
         crate::api::limit::Rate { per_second: self.rate_per_second, burst: self.rate_burst }
     }
@@ -220,6 +233,10 @@ impl ApiConfig {
         if self.rate_burst == 0 || self.unidentified_burst == 0 {
             return Err(ConfigError::Invalid("api.rate_burst and api.unidentified_burst must be at least 1".into()));
         }
+        if self.streams_per_caller == 0 {
+            return Err(ConfigError::Invalid("api.streams_per_caller must be at least 1".into()));
+        }
+        self.trusted_proxies()?;
         if self.request_timeout_ms == 0 || self.tokens_poll_ms == 0 {
             return Err(ConfigError::Invalid(
                 "api.request_timeout_ms and api.tokens_poll_ms must be at least 1".into(),
@@ -337,6 +354,7 @@ impl Config {
         Retention {
             keep: Duration::from_secs(u64::from(self.retention.finished_runs_days) * 86_400),
             interval: Duration::from_secs(self.retention.prune_interval_secs),
+            keep_audit: Duration::from_secs(u64::from(self.retention.audit_days) * 86_400),
         }
     }
 
@@ -472,7 +490,11 @@ mod tests {
         let config = Config::from_sources(None, env(&[])).unwrap();
         assert_eq!(
             config.retention(),
-            Retention { keep: Duration::from_secs(30 * 86_400), interval: Duration::from_secs(3600) }
+            Retention {
+                keep: Duration::from_secs(30 * 86_400),
+                interval: Duration::from_secs(3600),
+                keep_audit: Duration::from_secs(365 * 86_400)
+            }
         );
         let config =
             Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__RETENTION__PRUNE_INTERVAL_SECS", "60")])).unwrap();

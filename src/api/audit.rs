@@ -142,11 +142,11 @@ pub struct MyGrant {
 /// `GET /api/v1/me`: the caller's service and operator, and the operator's grants — what a console enables.
 #[utoipa::path(get, path = "/me", operation_id = "getMe", tags = ["clusters"], summary = "Who am I",
     description = "The service whose token called, the operator it acts for, and that operator's grants: what a \
-        console should enable. Reading them is audited (`grant.list`).",
+        console should enable. Reading them is not audited: a read is not an act.",
     security(("bearer" = [])),
     responses((status = 200, description = "The caller", body = Me)))]
 pub async fn me(State(state): State<ApiState>, caller: Caller) -> Result<Json<Me>, ApiError> {
-    let rows = permissions::list(&state.pool, &caller.operator, Some(&caller.operator), None).await?;
+    let rows = permissions::own(&state.pool, &caller.operator).await?;
     let grants = rows.into_iter().map(|g| MyGrant { cluster: g.cluster, permission: g.permission }).collect();
     Ok(Json(Me { service: caller.service, operator: caller.operator, grants }))
 }

@@ -44,35 +44,56 @@ enum Identity {
     Unknown,
 }
 
-/// Middleware: identifies the request's service and charges the request to its rate limit — the service's
-/// bucket, or its client address's when it presents no known token; an address whose bucket is empty is refused
-/// before its token is hashed. Over a limit: 429 `rate-limited` with `Retry-After`.
+/// Middleware: identifies the request first, then charges it to its rate limit — its caller's bucket (the service
+/// and the operator it names) when it presents a known token, else its client address's ([`client_address`]).
+/// Over a limit: 429 `rate-limited` with `Retry-After`. A known token is never charged to an address, so a flood
+/// without one through a shared proxy delays only the requests without one.
 pub async fn door(State(state): State<ApiState>, mut request: Request, next: Next) -> Response {
     if OPEN_PATHS.contains(&request.uri().path()) {
         return next.run(request).await;
     }
     let now = Instant::now();
-    let address = request.extensions().get::<ConnectInfo<super::PeerAddr>>().map(|c| c.0 .0.ip());
     let limits = &state.limits;
-    if let Err(wait) = limits.unidentified.check(&address, now) {
-        return too_many(wait, "too many requests without a known token came from this address".into());
-    }
     let service = bearer_token(request.headers()).ok().and_then(|t| state.tokens.current().identify(t));
     let identity = match service {
         Some(service) => {
-            if let Err(wait) = limits.services.take(&service.name, now) {
-                return too_many(wait, format!("service {} is over its rate limit", service.name));
+            let operator = limited_operator(&service, request.headers());
+            if let Err(wait) = limits.callers.take(&(service.name.clone(), operator.clone()), now) {
+                let who = if operator.is_empty() { String::new() } else { format!(" acting for {operator}") };
+                return too_many(wait, format!("service {}{who} is over its rate limit", service.name));
             }
             Identity::Service(service)
         }
         None => {
-            // Checked above; a request racing this one may have taken the last token, which is no matter.
-            let _ = limits.unidentified.take(&address, now);
+            let address = client_address(limits, request.extensions(), request.headers());
+            if let Err(wait) = limits.unidentified.take(&address, now) {
+                return too_many(wait, "too many requests without a known token came from this address".into());
+            }
             Identity::Unknown
         }
     };
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// The operator whose bucket a request of `service` is charged to: the one `X-Operator` names when the service may
+/// act for them, else none (the request is refused later, and charged to the service's bucket of no operator, so
+/// made-up names do not make new buckets).
+fn limited_operator(service: &Service, headers: &HeaderMap) -> String {
+    let named = operator(headers).ok().filter(|o| service.may_act_for(o));
+    named.unwrap_or_default().to_string()
+}
+
+/// The client address of a request: its peer's, or the one a trusted proxy names in `X-Forwarded-For`
+/// ([`super::limit::TrustedProxies::client_address`]); `None` when the peer is not known (a router called in
+/// memory).
+pub fn client_address(
+    limits: &super::limit::Limits,
+    extensions: &axum::http::Extensions,
+    headers: &HeaderMap,
+) -> Option<std::net::IpAddr> {
+    let peer = extensions.get::<ConnectInfo<super::PeerAddr>>().map(|c| c.0 .0.ip())?;
+    Some(limits.trusted_proxies.client_address(peer, headers))
 }
 
 /// 429 with `Retry-After` (whole seconds) and `why`.
@@ -289,14 +310,17 @@ mod tests {
         assert_eq!((status, slug.as_str()), (StatusCode::FORBIDDEN, "operator-not-allowed-for-service"));
         let detail = problem["detail"].as_str().unwrap();
         assert!(detail.contains("ops-bot") && detail.contains("carol") && !detail.contains(BOT), "{detail}");
-        // Two of the burst are gone (the 403 above was charged too); the third passes, the fourth is refused.
-        let (status, slug, _, _) = answer(call(BOT, "alice").await.unwrap()).await;
-        assert_eq!((status, slug.as_str()), (StatusCode::NOT_FOUND, "no-such-route"));
-        let _ = call(BOT, "alice").await.unwrap();
+        // Alice's burst is her own (the 403 above was charged to the service's bucket of no operator): three pass,
+        // the fourth is refused.
+        for _ in 0..3 {
+            let (status, slug, _, _) = answer(call(BOT, "alice").await.unwrap()).await;
+            assert_eq!((status, slug.as_str()), (StatusCode::NOT_FOUND, "no-such-route"));
+        }
         let (status, slug, problem, retry) = answer(call(BOT, "alice").await.unwrap()).await;
         assert_eq!((status, slug.as_str()), (StatusCode::TOO_MANY_REQUESTS, "rate-limited"), "{problem}");
+        assert!(problem["detail"].as_str().unwrap().contains("ops-bot acting for alice"), "{problem}");
         assert!(retry.is_some_and(|r| r.to_str().unwrap().parse::<u64>().unwrap() >= 1));
-        // Made-up tokens: 401 for the burst, then 429 without a look at the token.
+        // Made-up tokens: 401 for the address's burst, then 429.
         for _ in 0..3 {
             let (status, ..) = answer(call("made-up-token-0123456789abcdef", "alice").await.unwrap()).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -306,6 +330,40 @@ mod tests {
         assert_eq!((status, slug.as_str()), (StatusCode::TOO_MANY_REQUESTS, "rate-limited"), "{problem}");
         assert!(retry.is_some());
         assert!(!problem.to_string().contains("made-up"), "{problem}");
+    }
+
+    /// Identified first: a flood without a known token from the callers' shared address (a load balancer's) starves
+    /// neither the service's callers, nor one operator of a service its other operators.
+    #[tokio::test]
+    async fn a_flood_without_a_token_or_from_one_operator_starves_no_other_caller() {
+        use axum::body::Body;
+        use tower::ServiceExt as _;
+        const STUDIO: &str = "studio-token-0123456789abcdef01";
+        let mut state = super::super::doc_tests::unreachable_state();
+        state.tokens = Arc::new(super::super::LiveTokens::new(
+            super::super::ServiceTokens::parse(&format!("studio={STUDIO}")).unwrap(),
+        ));
+        let rate = super::super::limit::Rate { per_second: 0.01, burst: 2 };
+        state.limits = super::super::limit::Limits::new(rate, rate);
+        let app = super::super::router(state);
+        let status = |token: &'static str, operator: &'static str| {
+            let request = axum::http::Request::builder()
+                .uri("/api/v1/no/such/thing")
+                .header("authorization", format!("Bearer {token}"))
+                .header(OPERATOR_HEADER, operator)
+                .body(Body::empty())
+                .unwrap();
+            let app = app.clone();
+            async move { app.oneshot(request).await.unwrap().status() }
+        };
+        for _ in 0..5 {
+            status("made-up-token-0123456789abcdef", "alice").await;
+        }
+        assert_eq!(status("made-up-token-0123456789abcdef", "alice").await, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(status(STUDIO, "alice").await, StatusCode::NOT_FOUND, "a known token is not the address's");
+        assert_eq!(status(STUDIO, "alice").await, StatusCode::NOT_FOUND);
+        assert_eq!(status(STUDIO, "alice").await, StatusCode::TOO_MANY_REQUESTS, "alice's burst is spent");
+        assert_eq!(status(STUDIO, "bob").await, StatusCode::NOT_FOUND, "bob has his own bucket");
     }
 
     #[test]

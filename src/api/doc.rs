@@ -71,8 +71,10 @@ impl Modify for Common {
         for (name, description) in COMMON_ANSWERS {
             components.responses.insert(name.to_string(), RefOr::T(error_answer(description)));
         }
-        if let Some(RefOr::T(answer)) = components.responses.get_mut("RateLimited") {
-            with_retry_after(answer);
+        for limited in ["RateLimited", "RateLimitedOrTooManyStreams"] {
+            if let Some(RefOr::T(answer)) = components.responses.get_mut(limited) {
+                with_retry_after(answer);
+            }
         }
         for answer in components.responses.values_mut() {
             if let RefOr::T(answer) = answer {
@@ -100,7 +102,7 @@ fn bearer_scheme(description: &str) -> SecurityScheme {
 }
 
 /// The answers that several operations share, by component name.
-const COMMON_ANSWERS: [(&str, &str); 9] = [
+const COMMON_ANSWERS: [(&str, &str); 10] = [
     (
         "NoOperator",
         "No X-Operator (no-operator), or not a printable ASCII name of at most 200 characters \
@@ -118,6 +120,12 @@ const COMMON_ANSWERS: [(&str, &str); 9] = [
         "RateLimited",
         "The service is over its rate limit, or the client address over the limit of requests without a known \
         token; retry after Retry-After seconds (rate-limited)",
+    ),
+    (
+        "RateLimitedOrTooManyStreams",
+        "The service is over its rate limit, or the client address over the limit of requests without a known \
+        token; retry after Retry-After seconds (rate-limited); or the caller (service and operator) holds as many \
+        event streams open as it may (api.streams_per_caller): close one first (too-many-streams)",
     ),
     ("OperatorNotAllowed", OPERATOR_NOT_ALLOWED),
     ("BodyTooLarge", "The body is larger than 64 KiB (body-too-large)"),
@@ -204,7 +212,8 @@ fn add_common(operation: &mut Operation) {
     if authenticated {
         answer("400", "NoOperator");
         answer("401", "Unauthenticated");
-        answer("429", "RateLimited");
+        // An event stream is limited in number per caller too (`runs::events`).
+        answer("429", if timed { "RateLimited" } else { "RateLimitedOrTooManyStreams" });
         answer("500", "Internal");
         answer("503", if timed { "Unavailable" } else { "DatabaseUnavailable" });
         match answers.get_mut("403") {

@@ -297,6 +297,7 @@ fn the_limits_answers_are_declared_where_they_are_given() {
     assert!(limited["description"].as_str().unwrap().contains("rate-limited"), "{limited}");
     assert!(answer("getRun", "503")["description"].as_str().unwrap().contains("request-timeout"));
     assert!(!answer("followRun", "503")["description"].as_str().unwrap().contains("request-timeout"));
+    assert!(answer("followRun", "429")["description"].as_str().unwrap().contains("too-many-streams"));
     for id in ["getRun", "executeRun"] {
         let forbidden = answer(id, "403")["description"].as_str().unwrap().to_string();
         assert!(forbidden.contains("operator-not-allowed-for-service"), "{id}: {forbidden}");

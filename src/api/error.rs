@@ -135,6 +135,7 @@ pub const PROBLEMS: &[(&str, &str)] = &[
     ("idempotency-key-reused", "The key names another request"),
     ("operator-not-allowed-for-service", "The service may not act for this operator"),
     ("rate-limited", "Too many requests"),
+    ("too-many-streams", "Too many open event streams"),
     ("request-timeout", "Not answered in time"),
     ("precondition-failed", "Changed since it was read"),
 ];

@@ -13,11 +13,12 @@
 //! token: they say nothing about any message or operator. `/metrics` (Prometheus) needs one only when
 //! `ARTEMIS_TRANSFER_METRICS_TOKEN` is set: its counts describe the traffic, which a deployment may keep to itself.
 //!
-//! Every other request is rate-limited at the door, per service and per client address without a known token
-//! ([`limit`]), and answered within the request timeout (event streams excepted; [`request::deadline`]).
+//! Every other request is rate-limited at the door, per service and operator, and per client address without a
+//! known token ([`limit`]; a trusted proxy's `X-Forwarded-For` names the client), and answered within the request timeout (event streams excepted; [`request::deadline`]).
 //!
-//! With a certificate and its key ([`tls`]) the API is served over TLS; without, over plain HTTP, which [`serve`]
-//! warns about when the address is reachable from other hosts (bearer tokens would travel in clear).
+//! With a certificate and its key ([`tls`]) the API is served over TLS; without, over plain HTTP, which `serve`
+//! (the command) allows beyond loopback only when told a proxy in front terminates TLS (`--behind-tls-proxy`):
+//! bearer tokens would travel in clear.
 
 mod audit;
 pub mod auth;
@@ -142,11 +143,8 @@ pub async fn serve(
     let addr: Option<SocketAddr> = listener.local_addr().ok();
     tracing::info!(?addr, tls = tls.is_some(), services = ?state.tokens, "the HTTP API is listening");
     if tls.is_none() && reachable_from_elsewhere(addr) {
-        tracing::warn!(
-            ?addr,
-            "the API listens without TLS on a non-loopback address: bearer tokens travel in clear \
-             (--tls-cert and --tls-key serve it over TLS)"
-        );
+        // `serve` starts so only when told a proxy in front terminates TLS (--behind-tls-proxy).
+        tracing::info!(?addr, "the API listens in plain HTTP beyond loopback: a proxy in front terminates TLS");
     }
     let closing = state.closing.clone();
     let shutdown = async move {
@@ -184,7 +182,7 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls:
 
 /// Whether another host may reach `addr`: anything but a loopback address, and an address not known (`None`)
 /// since it cannot be shown to be loopback. An IPv4 loopback address mapped into IPv6 is loopback too.
-fn reachable_from_elsewhere(addr: Option<SocketAddr>) -> bool {
+pub(crate) fn reachable_from_elsewhere(addr: Option<SocketAddr>) -> bool {
     addr.is_none_or(|a| !a.ip().to_canonical().is_loopback())
 }
 

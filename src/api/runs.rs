@@ -468,6 +468,8 @@ struct Cursor {
     shown: Redactor,
     ended: bool,
     first: bool,
+    /// The caller's slot among its open streams: freed when the stream is dropped (ended, or its client left).
+    _slot: super::limit::StreamSlot,
 }
 /// `GET /api/v1/runs/{run}/events`: server-sent events. Each row of the run's event log is an SSE event named
 /// after its kind, with the row's id as the SSE id (so a reconnecting client's `Last-Event-ID`, or `?after=`,
@@ -512,6 +514,7 @@ pub async fn events(
     }
     let from_header = last_event_id(&headers)?;
     require_visible(&state, run, &caller).await?;
+    let slot = open_stream_slot(&state, &caller)?;
     let after = q.after.or(from_header).unwrap_or(0);
     let shown = Redactor::load(&state.pool).await?;
     let cursor = Cursor {
@@ -525,6 +528,7 @@ pub async fn events(
         shown,
         ended: false,
         first: true,
+        _slot: slot,
     };
     let stream = stream::unfold(cursor, |mut c| async move {
         if c.ended {
@@ -546,6 +550,22 @@ pub async fn events(
     });
     use futures_util::StreamExt as _;
     Ok(Sse::new(stream.flatten()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// A slot for one more open stream of `caller`, or 429 `too-many-streams` when it holds as many as it may: each
+/// stream polls the database, and a crowd of them (a console per browser tab) would take the pool from everyone.
+fn open_stream_slot(state: &ApiState, caller: &Caller) -> Result<super::limit::StreamSlot, ApiError> {
+    let slots = &state.limits.streams;
+    slots.open((caller.service.clone(), caller.operator.clone())).ok_or_else(|| {
+        let words = format!(
+            "service {} acting for {} holds {} event streams open, the most a caller may (api.streams_per_caller): \
+             close one before opening another",
+            caller.service,
+            caller.operator,
+            slots.per_caller()
+        );
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too-many-streams", words)
+    })
 }
 
 /// The event id a reconnecting client last saw: one `Last-Event-ID` header holding a number. Anything else is

@@ -113,6 +113,10 @@ pub struct ServeArgs {
     /// The certificate's private key, a PEM file; needs --tls-cert (default: api.tls_key).
     #[arg(long, value_name = "PEM_FILE")]
     pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP beyond loopback because a proxy in front terminates TLS (default:
+    /// api.plain_http_behind_proxy); without it, or TLS, `serve` listens in clear on loopback only.
+    #[arg(long)]
+    pub behind_tls_proxy: bool,
 }
 
 /// Why a command failed.
@@ -184,6 +188,16 @@ pub enum CliError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// `serve` would answer plain HTTP beyond this host, and nothing says a proxy terminates TLS in front.
+    #[error(
+        "serve would answer plain HTTP on {addr}, beyond this host: bearer tokens would travel in clear. Serve over \
+         TLS (--tls-cert and --tls-key), listen on loopback (--listen 127.0.0.1:8080), or, when a proxy in front \
+         terminates TLS, say so with --behind-tls-proxy (api.plain_http_behind_proxy = true)"
+    )]
+    PlainHttpBeyondLoopback {
+        /// The address asked for.
+        addr: String,
     },
 }
 
@@ -278,10 +292,15 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
     let tokens = std::sync::Arc::new(crate::api::LiveTokens::new(source.load()?));
     let metrics_token = crate::api::ServiceTokens::metrics_from_env()?.map(std::sync::Arc::new);
     let tls = tls_config(config, &args)?;
-    let pool = connect(config, 4).await?;
-    let addr = args.listen.unwrap_or_else(|| config.api.listen.clone());
+    let proxies = config.api.trusted_proxies()?;
+    let addr = args.listen.clone().unwrap_or_else(|| config.api.listen.clone());
     let listener =
         tokio::net::TcpListener::bind(&addr).await.map_err(|source| CliError::Serve { addr: addr.clone(), source })?;
+    let behind_tls_proxy = args.behind_tls_proxy || config.api.plain_http_behind_proxy;
+    if tls.is_none() && !behind_tls_proxy && crate::api::reachable_from_elsewhere(listener.local_addr().ok()) {
+        return Err(CliError::PlainHttpBeyondLoopback { addr });
+    }
+    let pool = connect(config, 4).await?;
     let closing = tokio_util::sync::CancellationToken::new();
     if let crate::api::tokens::TokenSource::File(path) = source {
         let every = Duration::from_millis(config.api.tokens_poll_ms);
@@ -294,7 +313,12 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
         max_attempts: config.retry.max_attempts,
         preview_valid_for: Duration::from_secs(config.api.preview_valid_secs),
         events_every: Duration::from_millis(config.api.events_poll_ms),
-        limits: crate::api::limit::Limits::new(config.api.service_rate(), config.api.unidentified_rate()),
+        limits: crate::api::limit::Limits::build(
+            config.api.service_rate(),
+            config.api.unidentified_rate(),
+            proxies,
+            config.api.streams_per_caller,
+        ),
         request_timeout: Duration::from_millis(config.api.request_timeout_ms),
         metrics_cache: Default::default(),
         closing,

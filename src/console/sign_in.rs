@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use axum::extract::{ConnectInfo, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
@@ -11,10 +11,9 @@ use serde::Deserialize;
 
 use super::session::{self, Session};
 use super::{ConsoleError, ConsoleState};
-use crate::api::auth::operator_name_fault;
+use crate::api::auth::{client_address, operator_name_fault};
 use crate::api::limit::retry_after_secs;
 use crate::api::tokens::token_digest;
-use crate::api::PeerAddr;
 
 /// `GET /console/sign-in`.
 pub async fn sign_in_page(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
@@ -38,13 +37,14 @@ pub struct SignIn {
 pub async fn sign_in(
     State(state): State<ConsoleState>,
     extensions: axum::http::Extensions,
+    headers: HeaderMap,
     Form(form): Form<SignIn>,
 ) -> Response {
     let operator = form.operator.trim();
     let refuse = |status, words: &str| super::pages::sign_in_form(status, Some(words), operator);
-    // Tokens guessed here are limited as the API's door limits requests without a known token: per client address,
-    // checked before the token is hashed, charged when it is not known.
-    let address = extensions.get::<ConnectInfo<PeerAddr>>().map(|c| c.0 .0.ip());
+    // Tokens guessed here are limited as the API's door limits requests without a known token: per client address
+    // (a trusted proxy's X-Forwarded-For names it), checked before the token is hashed, charged when it is not known.
+    let address = client_address(&state.api.limits, &extensions, &headers);
     let limit = &state.api.limits.unidentified;
     if let Err(wait) = limit.check(&address, Instant::now()) {
         let words = format!(

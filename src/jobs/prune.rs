@@ -13,8 +13,11 @@
 //!
 //! What never goes: a live run (previewed and not yet expired, queued, running, waiting, returning — or any run that still has a
 //! live job or a slot); a stopped, interrupted or failed run that names its staging queue, however old (it
-//! may be resumed or returned, and its row is what ties the staging queue on the broker to it); and the
-//! `audit` table, which is kept whole — its rows outlive the runs they name.
+//! may be resumed or returned, and its row is what ties the staging queue on the broker to it).
+//!
+//! The `audit` table outlives the runs its rows name: a scheduled prune deletes its rows older than their own
+//! retention (`retention.audit_days`, a year by default), [`AUDIT_PER_TX`] at a time; an admin prune
+//! (`--older-than`, meant for runs) leaves it alone.
 //!
 //! Many replicas: each prune takes a transaction-scoped advisory lock, so one replica prunes at a time; a
 //! scheduled prune that finds it taken skips its round (the other replica is doing the work), an admin prune
@@ -36,6 +39,9 @@ use crate::jobs::store::{prune as store, record};
 /// Runs deleted per transaction.
 pub const RUNS_PER_TX: i64 = 500;
 
+/// Audit rows deleted per statement.
+pub const AUDIT_PER_TX: i64 = 10_000;
+
 /// The audit action of a prune, scheduled or asked for.
 pub const AUDIT_ACTION: &str = "jobs.prune";
 
@@ -46,6 +52,8 @@ pub struct Retention {
     pub keep: Duration,
     /// A worker prunes when it starts, then this often.
     pub interval: Duration,
+    /// Audit rows older than this go.
+    pub keep_audit: Duration,
 }
 
 impl Retention {
@@ -72,18 +80,24 @@ pub struct Pruned {
     pub run_events: u64,
     /// Runs.
     pub runs: u64,
+    /// Audit rows (a scheduled prune's; [`audit_prune`]).
+    pub audit: u64,
 }
 
 impl Pruned {
     /// True when nothing was deleted.
     pub fn is_empty(&self) -> bool {
-        self.jobs == 0 && self.run_events == 0 && self.runs == 0
+        self.jobs == 0 && self.run_events == 0 && self.runs == 0 && self.audit == 0
     }
 }
 
 impl std::fmt::Display for Pruned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} job(s), {} run event(s) and {} run(s)", self.jobs, self.run_events, self.runs)
+        write!(f, "{} job(s), {} run event(s) and {} run(s)", self.jobs, self.run_events, self.runs)?;
+        if self.audit > 0 {
+            write!(f, ", and {} audit row(s)", self.audit)?;
+        }
+        Ok(())
     }
 }
 
@@ -134,17 +148,20 @@ fn count(n: i64) -> u64 {
 /// One scheduled prune by worker `worker`: logs what it deleted, and audits it (actor `worker:<worker>`) when
 /// it deleted something. `None` when another replica was pruning.
 pub async fn scheduled_prune(pool: &PgPool, worker: &str, retention: Retention) -> Result<Option<Pruned>, Error> {
-    let before = retention.cutoff(Utc::now());
-    let Some(pruned) = prune(pool, before, WhenBusy::Skip).await? else {
+    let now = Utc::now();
+    let before = retention.cutoff(now);
+    let Some(mut pruned) = prune(pool, before, WhenBusy::Skip).await? else {
         tracing::debug!(worker, "retention prune skipped: another replica is pruning");
         return Ok(None);
     };
+    pruned.audit = audit_prune(pool, self::before(now, retention.keep_audit)).await?;
     tracing::info!(
         worker,
         %before,
         jobs = pruned.jobs,
         run_events = pruned.run_events,
         runs = pruned.runs,
+        audit = pruned.audit,
         "retention prune: deleted {pruned} that ended before {before}"
     );
     if !pruned.is_empty() {
@@ -153,6 +170,19 @@ pub async fn scheduled_prune(pool: &PgPool, worker: &str, retention: Retention) 
         record::audit_insert(pool, &format!("worker:{worker}"), AUDIT_ACTION, "retention", "ok", &detail).await?;
     }
     Ok(Some(pruned))
+}
+
+/// Deletes the audit rows written before `before`, [`AUDIT_PER_TX`] a statement (a first prune over years of
+/// audit does not hold one huge transaction); how many.
+pub async fn audit_prune(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, Error> {
+    let mut total = 0;
+    loop {
+        let deleted = store::audit_prune(pool, before, AUDIT_PER_TX).await?;
+        total += deleted;
+        if deleted < count(AUDIT_PER_TX) {
+            return Ok(total);
+        }
+    }
 }
 
 /// Prunes at once, then every `retention.interval`, until `stop` is cancelled (a prune in progress is then
@@ -189,14 +219,18 @@ mod tests {
     #[test]
     fn the_cutoff_is_keep_before_now_and_never_overflows() {
         let now = Utc::now();
-        let retention = Retention { keep: Duration::from_secs(86_400), interval: Duration::from_secs(60) };
+        let retention = Retention {
+            keep: Duration::from_secs(86_400),
+            interval: Duration::from_secs(60),
+            keep_audit: Duration::from_secs(86_400),
+        };
         assert_eq!(retention.cutoff(now), now - chrono::Duration::days(1));
         assert_eq!(before(now, Duration::MAX), DateTime::<Utc>::MIN_UTC);
     }
 
     #[test]
     fn pruned_reads_as_words() {
-        let pruned = Pruned { jobs: 5, run_events: 3, runs: 1 };
+        let pruned = Pruned { jobs: 5, run_events: 3, runs: 1, audit: 0 };
         assert_eq!(pruned.to_string(), "5 job(s), 3 run event(s) and 1 run(s)");
         assert!(!pruned.is_empty());
         assert!(Pruned::default().is_empty());

@@ -510,6 +510,12 @@ pub async fn revoke(pool: &PgPool, by: &str, grant: &Grant) -> Result<bool, Gran
     audited(pool, by, "grant.remove", grant.target(), Some(&grant.cluster), detail, result).await
 }
 
+/// The grants of `operator`, as they read their own: not audited, since reading is not an act (the console asks on
+/// every page, and an audit row a call would bury the acts). Every other listing goes through [`list`].
+pub async fn own(pool: &PgPool, operator: &str) -> Result<Vec<GrantRow>, GrantError> {
+    Ok(store::grant_list(pool, Some(operator), None).await?)
+}
+
 /// Lists grants, optionally of one principal and one cluster. Anybody may list their own grants; every other
 /// listing needs `admin` on `*`. Audited.
 pub async fn list(

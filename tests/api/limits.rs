@@ -152,3 +152,41 @@ async fn bursting_past_the_rate_limit_is_answered_429_with_retry_after() {
     assert!(statuses.contains(&429), "{statuses:?}");
     api.assert_no_secret();
 }
+
+/// Behind a load balancer every browser shares its address. With the balancer among the trusted proxies, the client
+/// is the one its `X-Forwarded-For` names: a client flooding without a token is limited alone — another client
+/// behind the same balancer is answered, and so is every caller with a known token (identified first, charged to
+/// its own bucket); an address a client writes to the left of the balancer's entry is not believed. From a peer
+/// that is not a trusted proxy the header is ignored.
+#[tokio::test]
+async fn behind_a_trusted_proxy_a_flood_without_a_token_starves_no_other_caller() {
+    let world = World::new("api_proxy", &[]).await;
+    let mut env = rate_limits("0.01", "3").to_vec();
+    env.push(("ARTEMIS_TRANSFER__API__TRUSTED_PROXIES", r#"["127.0.0.0/8"]"#));
+    let behind = Api::start_with(&world, &env).await;
+    let made_up = "made-up-token-0123456789abcdef";
+    let from = |api: &Api, token: &str, forwarded: &str| {
+        let url = format!("{}/api/v1/runs", api.base);
+        let request = api.client.get(url).bearer_auth(token).header("X-Operator", OPERATOR);
+        let request = request.header("X-Forwarded-For", forwarded);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    let mut flood = Vec::new();
+    for _ in 0..5 {
+        flood.push(from(&behind, made_up, "198.51.100.1").await);
+    }
+    assert_eq!(flood, [401, 401, 401, 429, 429]);
+    assert_eq!(from(&behind, made_up, "198.51.100.2").await, 401, "another client behind the proxy is answered");
+    assert_eq!(from(&behind, made_up, "198.51.100.2, 198.51.100.1").await, 429, "the proxy's entry counts");
+    assert_eq!(from(&behind, TOKEN, "198.51.100.1").await, 200, "a known token is never the address's");
+
+    // Without trusted proxies the header is the client's own claim: every request is the peer's.
+    let direct = Api::start_with(&world, &rate_limits("0.01", "3")).await;
+    let mut claimed = Vec::new();
+    for client in ["198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4"] {
+        claimed.push(from(&direct, made_up, client).await);
+    }
+    assert_eq!(claimed, [401, 401, 401, 429]);
+    assert_eq!(from(&direct, TOKEN, "198.51.100.1").await, 200, "the flood from its address starves no known caller");
+    behind.assert_no_secret();
+}

@@ -13,7 +13,7 @@
 //!   audited, validated), malformed calls (400) — each with its slug and words, never a secret.
 //! - `console.rs`: the operator console in-process (security headers, CSRF, escaping, grants, audit).
 //! - `tls.rs`: served over TLS with a certificate of the test's own; plain HTTP gets no answer there; bad files
-//!   stop `serve` at start; plain HTTP beyond loopback is warned about.
+//!   stop `serve` at start; plain HTTP beyond loopback is refused unless a proxy terminates TLS.
 
 #[allow(dead_code)]
 #[path = "../relay/support/mod.rs"]
@@ -63,11 +63,13 @@ struct Launch<'a> {
     tls: Option<&'a tls::TestCert>,
     /// `ARTEMIS_TRANSFER_API_TOKENS` (`None`: unset, for a tokens file).
     tokens: Option<String>,
+    /// More arguments of `serve`.
+    args: &'a [&'a str],
 }
 
 impl Default for Launch<'_> {
     fn default() -> Self {
-        Launch { env: &[], host: "127.0.0.1", tls: None, tokens: Some(format!("studio={TOKEN}")) }
+        Launch { env: &[], host: "127.0.0.1", tls: None, tokens: Some(format!("studio={TOKEN}")), args: &[] }
     }
 }
 
@@ -92,7 +94,7 @@ impl Api {
         // One log per service: a test may start more than one in its world.
         let log = world.log_dir.join(format!("serve-{port}.log"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"));
-        command.args(["serve", "--listen", &format!("{}:{port}", launch.host)]);
+        command.args(["serve", "--listen", &format!("{}:{port}", launch.host)]).args(launch.args);
         if let Some(cert) = launch.tls {
             command.arg("--tls-cert").arg(&cert.cert).arg("--tls-key").arg(&cert.key);
         }
@@ -812,6 +814,12 @@ async fn the_caller_sees_its_grants_and_the_audit_trails_without_the_plan_hash()
     assert!(!me["grants"].as_array().unwrap().is_empty(), "the test operator holds grants: {me}");
     let (_, nobody) = api.get("/api/v1/me", "nobody").await;
     assert_eq!(nobody["grants"], json!([]), "{nobody}");
+    // Reading one's grants is not an act: no audit row (a console asks on every page).
+    let audited: i64 = sqlx::query_scalar("SELECT count(*) FROM audit WHERE action = 'grant.list'")
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    assert_eq!(audited, 0, "GET /me wrote {audited} audit row(s)");
 
     let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
     assert_eq!(status, StatusCode::CREATED, "{stored}");
@@ -963,6 +971,40 @@ async fn a_request_sent_again_with_its_idempotency_key_is_answered_once() {
     let (status, _, answer) = post(path, OPERATOR, "bad key", json!({})).await;
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
 
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
+/// A caller holds at most `api.streams_per_caller` event streams open: one more is answered 429 `too-many-streams`
+/// in words, and once one closes another may open (a crowd of browser tabs cannot take the pool from everyone).
+#[tokio::test]
+async fn a_caller_holds_at_most_its_share_of_open_event_streams() {
+    let (source, target, _) = source_and_target("api_stream_cap", 1).await;
+    let world = World::new("api_stream_cap", &[]).await;
+    let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER__API__STREAMS_PER_CALLER", "2")]).await;
+    // No worker: the run stays queued, so its streams stay open.
+    let run = preview_and_execute(&api, &source, &target).await;
+    let open = || {
+        let request = api.client.get(format!("{}/api/v1/runs/{run}/events", api.base));
+        request.bearer_auth(TOKEN).header("X-Operator", OPERATOR).send()
+    };
+    let first = open().await.unwrap();
+    let second = open().await.unwrap();
+    assert_eq!((first.status(), second.status()), (StatusCode::OK, StatusCode::OK));
+    let third = open().await.unwrap();
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    let answer: Value = third.json().await.unwrap();
+    assert_eq!(slug(&answer), "too-many-streams", "{answer}");
+    let detail = answer["detail"].as_str().unwrap();
+    assert!(detail.contains("studio") && detail.contains(OPERATOR) && detail.contains("2 event streams"), "{detail}");
+    // A stream whose client left frees its slot once the service notices (at the latest its next keep-alive).
+    drop(first);
+    support::wait_for("a closed stream's slot to be free", Duration::from_secs(30), || async {
+        let response = open().await.unwrap();
+        (response.status() == StatusCode::OK).then_some(response)
+    })
+    .await;
     let bed = TestBed::require().await;
     let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;

@@ -1,14 +1,14 @@
 //! `serve --tls-cert --tls-key` (issue 16): HTTPS with a self-signed certificate made here (rcgen), trusted by the
 //! test's client alone; plain HTTP on the same port gets no HTTP answer; SIGTERM still ends the service
 //! gracefully. Bad files stop `serve` at start with words that name the file; plain HTTP beyond loopback is
-//! warned about, on loopback not.
+//! refused unless a proxy in front is said to terminate TLS.
 
 use super::*;
 
 use std::io::{Read, Write};
 
-/// The WARN line of plain HTTP beyond loopback (src/api/mod.rs `serve`).
-const IN_CLEAR: &str = "the API listens without TLS on a non-loopback address";
+/// The log line of plain HTTP beyond loopback behind a proxy (src/api/mod.rs `serve`).
+const BEHIND_PROXY: &str = "a proxy in front terminates TLS";
 
 /// A self-signed certificate for 127.0.0.1 and its key, as PEM files in a directory of their own.
 pub struct TestCert {
@@ -95,7 +95,7 @@ async fn serve_over_tls_answers_https_and_no_plain_http_and_stops_on_sigterm() {
     eprintln!("serve over TLS exited {:?} after SIGTERM", told.elapsed());
 
     let log = std::fs::read_to_string(&api.log).unwrap();
-    assert!(!log.contains(IN_CLEAR), "warned about plain HTTP while serving TLS: {log}");
+    assert!(!log.contains(BEHIND_PROXY), "said it serves plain HTTP while serving TLS: {log}");
     let dropped = log.lines().filter(|l| l.contains("DEBUG") && l.contains("a TLS handshake failed")).count();
     assert!(dropped >= 3, "the failed handshakes (plain twice, untrusting once) are logged at debug: {log}");
     cert.assert_not_in("the log", &log);
@@ -148,14 +148,37 @@ fn serve_stops_at_start_on_half_or_bad_tls_files() {
     assert!(stderr.contains(&missing.display().to_string()), "the file is named: {stderr}");
 }
 
+/// Plain HTTP beyond loopback would carry bearer tokens in clear: `serve` refuses to start so, in words (before the
+/// database is asked), unless told a proxy in front terminates TLS — `--behind-tls-proxy` or
+/// `api.plain_http_behind_proxy`; on loopback it serves plain HTTP as ever.
 #[tokio::test]
-async fn plain_http_beyond_loopback_is_warned_about_and_on_loopback_not() {
+async fn plain_http_beyond_loopback_is_refused_unless_a_proxy_terminates_tls() {
+    let refused = Command::new(env!("CARGO_BIN_EXE_artemis-transfer"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env("ARTEMIS_TRANSFER_API_TOKENS", format!("studio={TOKEN}"))
+        .env_remove("DATABASE_URL")
+        .env_remove("ARTEMIS_TRANSFER__API__PLAIN_HTTP_BEHIND_PROXY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    for words in ["plain HTTP on 0.0.0.0:0", "in clear", "--tls-cert", "--behind-tls-proxy"] {
+        assert!(stderr.contains(words), "{words:?}: {stderr}");
+    }
+    assert!(!stderr.contains("DATABASE_URL") && !stderr.contains(TOKEN), "{stderr}");
+
     let world = World::new("api_in_clear", &[]).await;
     // Listening on every address; the test still calls it on 127.0.0.1 only.
-    let everywhere = Api::launch(&world, Launch { host: "0.0.0.0", ..Launch::default() }).await;
+    let by_flag = Api::launch(&world, Launch { host: "0.0.0.0", args: &["--behind-tls-proxy"], ..Launch::default() });
+    let configured = [("ARTEMIS_TRANSFER__API__PLAIN_HTTP_BEHIND_PROXY", "true")];
+    let by_config = Api::launch(&world, Launch { host: "0.0.0.0", env: &configured, ..Launch::default() });
+    let (by_flag, by_config) = tokio::join!(by_flag, by_config);
+    for api in [&by_flag, &by_config] {
+        let log = std::fs::read_to_string(&api.log).unwrap();
+        assert!(log.lines().any(|l| l.contains(BEHIND_PROXY)), "{log}");
+    }
     let loopback = Api::start(&world).await;
-    let warned = std::fs::read_to_string(&everywhere.log).unwrap();
-    assert!(warned.lines().any(|l| l.contains("WARN") && l.contains(IN_CLEAR)), "{warned}");
     let quiet = std::fs::read_to_string(&loopback.log).unwrap();
-    assert!(!quiet.contains(IN_CLEAR), "{quiet}");
+    assert!(!quiet.contains(BEHIND_PROXY), "{quiet}");
 }

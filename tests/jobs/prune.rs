@@ -17,7 +17,7 @@ use crate::support::{self, process::WorkerProcess, InProcessWorker};
 const DAY: Duration = Duration::from_secs(86_400);
 
 fn retention(days: u64) -> Retention {
-    Retention { keep: DAY * days as u32, interval: Duration::from_secs(3600) }
+    Retention { keep: DAY * days as u32, interval: Duration::from_secs(3600), keep_audit: DAY * 365 }
 }
 
 /// Moves everything about `runs` (the run rows, their jobs and events) `days` into the past.
@@ -95,7 +95,7 @@ async fn audit_count(pool: &PgPool) -> usize {
 }
 
 #[tokio::test]
-async fn an_old_ended_run_goes_with_its_jobs_and_events_and_the_audit_stays() {
+async fn an_old_ended_run_goes_with_its_jobs_and_events_and_audit_rows_past_their_own_retention() {
     let db = support::db("prune_old").await;
     let worker = InProcessWorker::start(
         &db.url,
@@ -109,9 +109,10 @@ async fn an_old_ended_run_goes_with_its_jobs_and_events_and_the_audit_stays() {
     support::wait_runs_in_state(&db.pool, &[old_done, recent_done], "succeeded", Duration::from_secs(60)).await;
     worker.stop().await;
     let old_stopped = stopped_run(&db.pool).await;
-    // An old audit row: the trail is kept whatever its age.
+    // Audit rows older than the audit's retention (a year): they go; a recent one stays.
     admin::list_jobs(&db.pool, &Actor("ops@test".into()), None, None, 1).await.unwrap();
     sqlx::query("UPDATE audit SET at = at - interval '400 days'").execute(&db.pool).await.unwrap();
+    admin::list_jobs(&db.pool, &Actor("ops@recent".into()), None, None, 1).await.unwrap();
     make_old(&db.pool, &[old_done, old_stopped], 40).await;
 
     let (done_jobs, done_events) = history(&db.pool, old_done).await;
@@ -130,7 +131,8 @@ async fn an_old_ended_run_goes_with_its_jobs_and_events_and_the_audit_stays() {
         Some(Pruned {
             jobs: (done_jobs + stopped_jobs) as u64,
             run_events: (done_events + stopped_events) as u64,
-            runs: 2
+            runs: 2,
+            audit: (audit_before - 1) as u64,
         })
     );
     for run in [old_done, old_stopped] {
@@ -140,18 +142,20 @@ async fn an_old_ended_run_goes_with_its_jobs_and_events_and_the_audit_stays() {
     assert!(exists(&db.pool, recent_done).await);
     assert_eq!(history(&db.pool, recent_done).await, recent_before, "a run inside the retention keeps everything");
 
-    // The old audit row is still there, and the prune added one naming the worker.
+    // The recent audit row is still there, the old ones are gone, and the prune added one naming the worker.
     let trail = record::audit_list(&db.pool, 100).await.unwrap();
-    assert_eq!(trail.len(), audit_before + 1);
-    assert!(trail.iter().any(|r| r.action == "jobs.list" && r.at < Utc::now() - chrono::Duration::days(399)));
+    assert_eq!(trail.len(), 2, "{trail:?}");
+    assert!(trail.iter().any(|r| r.action == "jobs.list" && r.actor == "ops@recent"));
+    assert!(!trail.iter().any(|r| r.at < Utc::now() - chrono::Duration::days(365)));
     let row = &trail[0];
     assert_eq!((row.actor.as_str(), row.action.as_str(), row.outcome.as_str()), ("worker:w1", "jobs.prune", "ok"));
     assert_eq!(row.detail["deleted"]["runs"], 2);
     assert_eq!(row.detail["deleted"]["jobs"], (done_jobs + stopped_jobs) as u64);
+    assert_eq!(row.detail["deleted"]["audit"], (audit_before - 1) as u64);
 
     // Idempotent: the next prune finds nothing, and a prune that deleted nothing leaves no audit row.
     assert_eq!(prune::scheduled_prune(&db.pool, "w1", retention(30)).await.unwrap(), Some(Pruned::default()));
-    assert_eq!(audit_count(&db.pool).await, audit_before + 1);
+    assert_eq!(audit_count(&db.pool).await, 2);
 }
 
 #[tokio::test]
@@ -280,7 +284,7 @@ async fn concurrent_prunes_do_not_fail_and_count_each_run_once() {
             deleted.jobs += p.jobs;
         }
     }
-    assert_eq!(deleted, Pruned { jobs: runs as u64, run_events: 0, runs: runs as u64 });
+    assert_eq!(deleted, Pruned { jobs: runs as u64, run_events: 0, runs: runs as u64, audit: 0 });
     let left: i64 = sqlx::query_scalar("SELECT count(*) FROM transfer_run").fetch_one(pool).await.unwrap();
     assert_eq!(left, 0);
 }

@@ -35,3 +35,14 @@ pub async fn job_prune(db: impl PgExecutor<'_>, before: DateTime<Utc>) -> Result
     let done = sqlx::query(include_str!("../sql/job_prune.sql")).bind(before).execute(db).await.db("job_prune")?;
     Ok(done.rows_affected())
 }
+
+/// `audit_prune.sql`: deletes at most `limit` audit rows written before `before`; how many.
+pub async fn audit_prune(db: impl PgExecutor<'_>, before: DateTime<Utc>, limit: i64) -> Result<u64, Error> {
+    let done = sqlx::query(include_str!("../sql/audit_prune.sql"))
+        .bind(before)
+        .bind(limit)
+        .execute(db)
+        .await
+        .db("audit_prune")?;
+    Ok(done.rows_affected())
+}
