@@ -1,6 +1,7 @@
 //! The orphans (docs/guarantees.md), as the CLI's `orphans` command does them: staging queues no run owns, listed over the
 //! clusters the operator may see; a return needs `message:move` on the orphan's cluster and moves its messages
-//! before answering.
+//! before answering — to the end and audited even when the request's deadline answers first (a 503 that says it
+//! may have taken effect).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use utoipa::ToSchema;
 use super::auth::Caller;
 use super::error::{ApiError, Problem};
 use super::input::ApiJson;
+use super::request::to_the_end;
 use super::ApiState;
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
@@ -52,7 +54,9 @@ pub struct ReturnOrphanBody {
 #[utoipa::path(post, path = "/orphans/return", operation_id = "returnOrphan", tags = ["orphans"],
     summary = "Return an orphan",
     description = "Each message back to the queue it came from; the staging queue is then removed. Needs the \
-        staging queue's name typed in `confirm`; without it, 422 says what a return does.",
+        staging queue's name typed in `confirm`; without it, 422 says what a return does. Once begun, a return \
+        finishes and is audited even when the request timeout answers first (503 request-timeout): list the \
+        orphans or read the audit before sending it again.",
     request_body = ReturnOrphanBody,
     security(("bearer" = [])),
     responses(
@@ -88,5 +92,8 @@ pub async fn return_orphan(
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(state.pool.clone()));
     let request =
         ReturnRequest { cluster: b.cluster, node: b.node, queue: b.queue, to: b.to, operator: caller.operator };
-    Ok(Json(orphans::return_orphan(&state.pool, Some(permits), &request).await?))
+    // It moves messages: once begun it finishes, and audits itself, even when the request's deadline answers first.
+    let pool = state.pool.clone();
+    let returned = to_the_end(async move { orphans::return_orphan(&pool, Some(permits), &request).await }).await?;
+    Ok(Json(returned?))
 }

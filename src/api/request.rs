@@ -9,7 +9,7 @@
 //! here, in one place, whatever produced them.
 //!
 //! Every request but an event stream is answered within the request timeout ([`deadline`]), or with 503
-//! `request-timeout`.
+//! `request-timeout`; a broker-bound act that has begun is finished and audited all the same ([`to_the_end`]).
 
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,17 @@ pub async fn deadline(State(state): State<super::ApiState>, request: Request, ne
         return next.run(request).await;
     }
     within(state.request_timeout, next.run(request)).await
+}
+
+/// `work` carried to its end in a task of its own, whatever becomes of the request: the deadline drops a handler
+/// that is late, and a broker-bound act dropped midway (an orphan's return) would have moved messages and written no
+/// audit row. Awaited, it is the handler's answer; abandoned by a late request, it still finishes and audits itself
+/// (the 503 says the request may have taken effect). Runs under the request's id and log span.
+pub async fn to_the_end<T: Send + 'static>(
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> Result<T, ApiError> {
+    let work = REQUEST_ID.scope(current_id(), work).instrument(tracing::Span::current());
+    tokio::spawn(work).await.map_err(|e| ApiError::internal("an action ended without an answer", &e))
 }
 
 /// `answer`, or 503 `request-timeout` when it takes longer than `limit`.

@@ -1010,6 +1010,47 @@ async fn a_caller_holds_at_most_its_share_of_open_event_streams() {
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
+/// The request deadline does not cut an orphan's return short: with a deadline shorter than the return, the answer
+/// is 503 `request-timeout` (it may have taken effect), and the return still finishes — every message back on its
+/// queue once, the staging queue gone — and is audited with its act. (Dropped with the handler, as before, it could
+/// move messages and write no audit row.)
+#[tokio::test]
+async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_audited() {
+    use artemis_transfer::broker::jolokia::RoutingType;
+    use artemis_transfer::transfer::staging::{self, StagingSpec};
+    let (source, target, ids) = source_and_target("api_orphan_deadline", 40).await;
+    let bed = TestBed::require().await;
+    let east1 = bed.node("east-1");
+    let mgmt = support::management(east1);
+    let world = World::new("api_orphan_deadline", &[]).await;
+    let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER__API__REQUEST_TIMEOUT_MS", "100")]).await;
+    // The orphan: staging made for a uuid no run has, filled by the broker's move from the source.
+    let orphan_run = Uuid::new_v4();
+    let orphan = staging::staging_queue_name(orphan_run);
+    staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, 40)).await.unwrap();
+    let mbean = mgmt.queue_mbean(&source, RoutingType::Anycast, &source);
+    let moved = staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 40, None).await.unwrap();
+    assert_eq!(moved, 40);
+
+    let body = json!({ "cluster": "east", "node": "east-1", "queue": orphan, "confirm": orphan });
+    let (status, answer) = api.post("/api/v1/orphans/return", OPERATOR, body).await;
+    assert_eq!((status, slug(&answer)), (StatusCode::SERVICE_UNAVAILABLE, "request-timeout"), "{answer}");
+    let outcome = support::wait_for("the orphan return's audit row", Duration::from_secs(60), || async {
+        sqlx::query_scalar::<_, String>("SELECT outcome FROM audit WHERE action = 'orphan_return' AND target = $1")
+            .bind(format!("run:{orphan_run}"))
+            .fetch_optional(&world.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(outcome, "ok");
+    assert_exactly_once(&ids, &census(east1, &source).await, &[]);
+    let (_, listed) = api.get("/api/v1/orphans", OPERATOR).await;
+    assert!(!listed.to_string().contains(&orphan), "the staging queue is gone: {listed}");
+    let _ = testbed::jolokia::Jolokia::new(east1).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
 /// The whole text of `run`'s event stream as `operator` follows it, until the stream ends (within `limit`).
 async fn stream_text(api: &Api, run: &str, operator: &str, limit: Duration) -> String {
     let request = api
