@@ -1051,6 +1051,93 @@ async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_aud
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
+/// A measurement, not a check (docs/BENCHMARKS.md): what `STREAMS` (100) open event streams on one queued run cost
+/// the service — its CPU, the database's connections busy, and the time a plain `GET /runs/{run}` waits — against
+/// none open, at the default poll (500 ms).
+#[tokio::test]
+#[ignore = "a measurement: STREAMS=100 cargo test --features fault-injection --test api -- --ignored --nocapture open_event_streams_cost"]
+async fn open_event_streams_cost() {
+    let n: usize = std::env::var("STREAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let (source, target, _) = source_and_target("api_stream_cost", 1).await;
+    let world = World::new("api_stream_cost", &[]).await;
+    let cap = n.to_string();
+    let env = [
+        ("ARTEMIS_TRANSFER__API__STREAMS_PER_CALLER", cap.as_str()),
+        ("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "500"),
+        ("ARTEMIS_TRANSFER__API__RATE_BURST", "100000"),
+    ];
+    let api = Api::start_with(&world, &env).await;
+    let run = preview_and_execute(&api, &source, &target).await;
+    let measure = |label: String| {
+        let (api, pool) = (&api, &world.pool);
+        async move {
+            let cpu_ticks = || {
+                let stat = std::fs::read_to_string(format!("/proc/{}/stat", api.child.id())).unwrap();
+                let fields: Vec<u64> =
+                    stat.rsplit(')').next().unwrap().split_whitespace().filter_map(|f| f.parse().ok()).collect();
+                fields[10] + fields[11] // utime + stime (after the state letter, which does not parse)
+            };
+            let commits = || async {
+                let n: i64 =
+                    sqlx::query_scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+                        .fetch_one(pool)
+                        .await
+                        .unwrap();
+                n
+            };
+            let commits0 = commits().await;
+            let (ticks0, at0) = (cpu_ticks(), Instant::now());
+            let (mut busy, mut open, mut waits) = (Vec::new(), Vec::new(), Vec::new());
+            while at0.elapsed() < Duration::from_secs(15) {
+                let (active, all): (i64, i64) = sqlx::query_as(
+                    "SELECT count(*) FILTER (WHERE state = 'active'), count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                )
+                .fetch_one(pool)
+                .await
+                .unwrap();
+                busy.push(active);
+                open.push(all);
+                let asked = Instant::now();
+                let (status, _) = api.get(&format!("/api/v1/runs/{run}"), OPERATOR).await;
+                assert_eq!(status, StatusCode::OK);
+                waits.push(asked.elapsed().as_secs_f64() * 1000.0);
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            let cpu = (cpu_ticks() - ticks0) as f64 / 100.0 / at0.elapsed().as_secs_f64() * 100.0;
+            // Statistics reach pg_stat_database within about a second (PostgreSQL 15 flushes them so).
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            let per_second = (commits().await - commits0) as f64 / at0.elapsed().as_secs_f64();
+            waits.sort_by(f64::total_cmp);
+            let p = |q: f64| waits[((waits.len() - 1) as f64 * q) as usize];
+            println!(
+                "{label}: serve cpu={cpu:.0}% db_transactions_per_s={per_second:.0} db_connections max={} busy_mean={:.1} busy_max={} get_run_ms p50={:.1} p95={:.1} max={:.1}",
+                open.iter().max().unwrap(),
+                busy.iter().sum::<i64>() as f64 / busy.len() as f64,
+                busy.iter().max().unwrap(),
+                p(0.5),
+                p(0.95),
+                p(1.0),
+            );
+        }
+    };
+    measure("streams=0".into()).await;
+    let mut streams = Vec::new();
+    for _ in 0..n {
+        let request = api.client.get(format!("{}/api/v1/runs/{run}/events", api.base));
+        let mut response = request.bearer_auth(TOKEN).header("X-Operator", OPERATOR).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        streams.push(tokio::spawn(async move { while let Ok(Some(_)) = response.chunk().await {} }));
+    }
+    measure(format!("streams={n}")).await;
+    for stream in streams {
+        stream.abort();
+    }
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
 /// The whole text of `run`'s event stream as `operator` follows it, until the stream ends (within `limit`).
 async fn stream_text(api: &Api, run: &str, operator: &str, limit: Duration) -> String {
     let request = api
