@@ -168,7 +168,7 @@ pub struct RetentionConfig {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiConfig {
-    /// Where `serve` listens, host:port (`serve --listen` overrides it). Plain HTTP beyond loopback is warned of.
+    /// Where `serve` listens, host:port (`serve --listen` overrides it). Plain HTTP beyond loopback is refused unless `plain_http_behind_proxy`.
     pub listen: String,
     /// The certificate chain (PEM, the server's own first) `serve` presents; with `tls_key` the API is served over
     /// TLS, and with neither over plain HTTP (`serve --tls-cert`).
@@ -181,12 +181,14 @@ pub struct ApiConfig {
     pub preview_valid_secs: u64,
     /// How often an event stream looks for news.
     pub events_poll_ms: u64,
-    /// Requests a second each service may make, on average (a token bucket per service, per replica; over it: 429
-    /// with Retry-After). /health, /ready, /metrics and /openapi.json are not limited.
+    /// Requests a second each caller — a service and the operator it acts for — may make, on average (a token bucket
+    /// per caller, per replica; over it: 429 with Retry-After). /health, /ready, /metrics and /openapi.json are not
+    /// limited.
     pub rate_per_second: f64,
-    /// Requests a service may make at once after a quiet spell.
+    /// Requests a caller (service and operator) may make at once after a quiet spell.
     pub rate_burst: u32,
-    /// Requests a second without a known token, per client address (behind a proxy, the proxy's).
+    /// Requests a second without a known token, per client address: the peer's, or the one a trusted proxy names in
+    /// X-Forwarded-For (`trusted_proxies`). A known token is never charged here.
     pub unidentified_per_second: f64,
     /// Requests without a known token a client address may make at once.
     pub unidentified_burst: u32,
