@@ -33,30 +33,36 @@ fn matches(i: u32) -> bool {
 /// Sends durable text messages `<prefix><i>` for `i` in `range` to `queue`, stamped now, each with `grp` =
 /// `'match'` where [`matches`] says so (else `'other'`), in transactions of 500.
 async fn send_grouped(node: &Node, queue: &str, prefix: &str, range: std::ops::Range<u32>) {
-    use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
     let conn = connect(node).await;
     let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
     let producer = session.producer(None);
     for i in range {
-        let mut headers = MessageHeaders {
-            address: Some(format!("{queue}::{queue}").as_str().into()),
-            durable: true,
-            timestamp: chrono::Utc::now().timestamp_millis(),
-            user_id: Some(artemis_core::message::new_user_id()),
-            priority: 4,
-            ..MessageHeaders::default()
-        };
-        headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
-        headers.properties.insert("payload_id", PropertyValue::String(format!("{prefix}{i}").as_str().into()));
         let group = if matches(i) { "match" } else { "other" };
-        headers.properties.insert("grp", PropertyValue::String(group.into()));
-        producer.send(&CoreMessage { headers, body: vec![b'x'; 256].into() }).await.unwrap();
+        let now = chrono::Utc::now().timestamp_millis();
+        producer.send(&grouped_message(queue, &format!("{prefix}{i}"), group, now)).await.unwrap();
         if i % 500 == 499 {
             session.commit().await.unwrap();
         }
     }
     session.commit().await.unwrap();
     let _ = conn.close().await;
+}
+
+/// A durable message of 256 bytes for `queue`, payload id `payload`, `grp` = `group`, stamped `timestamp`.
+fn grouped_message(queue: &str, payload: &str, group: &str, timestamp: i64) -> artemis_core::message::CoreMessage {
+    use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
+    let mut headers = MessageHeaders {
+        address: Some(format!("{queue}::{queue}").as_str().into()),
+        durable: true,
+        timestamp,
+        user_id: Some(artemis_core::message::new_user_id()),
+        priority: 4,
+        ..MessageHeaders::default()
+    };
+    headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
+    headers.properties.insert("payload_id", PropertyValue::String(payload.into()));
+    headers.properties.insert("grp", PropertyValue::String(group.into()));
+    CoreMessage { headers, body: vec![b'x'; 256].into() }
 }
 
 /// A deep source queue on east-1 and an empty target (on west-1, or on east-1 for a move on one node); the payload
@@ -96,23 +102,33 @@ async fn run_to_end(world: &mut World, stored: &StoredPreview) -> (String, Count
     world.wait_run(stored.run_id, &["succeeded", "partial", "unproven"], RUN_LIMIT).await
 }
 
+/// Previews a run of `mode` of [`FILTER`] from `source` on east-1 to `target` on `target_node`, the preview counting
+/// at most `count_limit` matching messages.
+async fn preview_filter(
+    world: &World,
+    mode: Mode,
+    source: &str,
+    (target_node, target): (&str, &str),
+    count_limit: CountLimit,
+) -> StoredPreview {
+    let cluster = if target_node.starts_with("east") { "east" } else { "west" };
+    let settings = PreviewSettings { count_limit, ..PreviewSettings::default() };
+    let (from, to) = (queue_ref("east", "east-1", source), queue_ref(cluster, target_node, target));
+    world.preview_with(mode, from, to, Selection::Filter(FILTER.into()), &settings).await
+}
+
+/// The preview's limit in the tests of a selection larger than it counts.
+const SMALL_LIMIT: CountLimit = CountLimit { messages: 100, time: Duration::from_secs(20) };
+
 /// A filtered run of `mode` from a deep queue on east-1 to `target_node`: the preview counts the selection exactly,
 /// the run ends Succeeded and proven by the counts, and its numbers are the census.
 async fn a_filtered_run_is_counted_and_proven(label: &str, mode: Mode, target_node: &str) {
     let bed = TestBed::require().await;
     let (east, to) = (bed.node("east-1"), bed.node(target_node));
-    let cluster = if target_node.starts_with("east") { "east" } else { "west" };
     let (source, target, selected) = deep_queues(label, target_node).await;
     let mut world = World::new(label, &[("batch_size", json!(100))]).await;
-    let stored = world
-        .preview_with(
-            mode,
-            queue_ref("east", "east-1", &source),
-            queue_ref(cluster, target_node, &target),
-            Selection::Filter(FILTER.into()),
-            &PreviewSettings::default(),
-        )
-        .await;
+    let limit = PreviewSettings::default().count_limit;
+    let stored = preview_filter(&world, mode, &source, (target_node, &target), limit).await;
     assert_eq!(stored.preview.selection_size, Some(selected.len() as i64), "{:#?}", stored.preview);
 
     let (state, counters) = run_to_end(&mut world, &stored).await;
@@ -171,17 +187,7 @@ async fn a_filtered_move_larger_than_the_preview_counts_is_proven_by_exhaustion(
     let (east, west) = (bed.node("east-1"), bed.node("west-1"));
     let (source, target, selected) = deep_queues("deep_more", "west-1").await;
     let mut world = World::new("deep_more", &[("batch_size", json!(100))]).await;
-    let limit = CountLimit { messages: 100, time: Duration::from_secs(20) };
-    let settings = PreviewSettings { count_limit: limit, ..PreviewSettings::default() };
-    let stored = world
-        .preview_with(
-            Mode::Move,
-            queue_ref("east", "east-1", &source),
-            queue_ref("west", "west-1", &target),
-            Selection::Filter(FILTER.into()),
-            &settings,
-        )
-        .await;
+    let stored = preview_filter(&world, Mode::Move, &source, ("west-1", &target), SMALL_LIMIT).await;
     let p = &stored.preview;
     assert_eq!((p.selection_size, p.selection_at_least), (None, Some(100)), "{p:#?}");
     assert!(p.needs_cap_override && p.needs_typed_confirmation, "{p:#?}");
@@ -210,13 +216,8 @@ async fn a_filtered_move_of_a_deep_queue_ends_proven_beside_a_producer_of_matchi
     let (east, west) = (bed.node("east-1"), bed.node("west-1"));
     let (source, target, selected) = deep_queues("deep_live", "west-1").await;
     let mut world = World::new("deep_live", &[("batch_size", json!(50)), ("messages_per_second", json!(400.0))]).await;
-    let stored = world
-        .preview_move(
-            queue_ref("east", "east-1", &source),
-            queue_ref("west", "west-1", &target),
-            Selection::Filter(FILTER.into()),
-        )
-        .await;
+    let limit = PreviewSettings::default().count_limit;
+    let stored = preview_filter(&world, Mode::Move, &source, ("west-1", &target), limit).await;
     assert_eq!(stored.preview.selection_size, Some(selected.len() as i64), "{:#?}", stored.preview);
     // Stamped after t0 by this host's clock, which the test bed's broker shares.
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -241,21 +242,9 @@ async fn a_filtered_move_of_a_deep_queue_ends_proven_beside_a_producer_of_matchi
 
 /// Sends one durable matching message `payload` to `queue`, stamped `timestamp` (a producer whose clock is slow).
 async fn send_stamped(node: &Node, queue: &str, payload: &str, timestamp: i64) {
-    use artemis_core::message::{CoreMessage, MessageHeaders, PropertyValue};
     let conn = connect(node).await;
     let session = conn.create_session(artemis_core::SessionOptions::auto_commit()).await.unwrap();
-    let mut headers = MessageHeaders {
-        address: Some(format!("{queue}::{queue}").as_str().into()),
-        durable: true,
-        timestamp,
-        user_id: Some(artemis_core::message::new_user_id()),
-        priority: 4,
-        ..MessageHeaders::default()
-    };
-    headers.properties.insert("_AMQ_ROUTING_TYPE", PropertyValue::Byte(1));
-    headers.properties.insert("payload_id", PropertyValue::String(payload.into()));
-    headers.properties.insert("grp", PropertyValue::String("match".into()));
-    session.producer(None).send(&CoreMessage { headers, body: b"late".to_vec().into() }).await.unwrap();
+    session.producer(None).send(&grouped_message(queue, payload, "match", timestamp)).await.unwrap();
     let _ = conn.close().await;
 }
 
@@ -268,19 +257,7 @@ async fn the_pass_that_proves_an_uncounted_end_finds_what_arrived_after_the_last
     let (east, west) = (bed.node("east-1"), bed.node("west-1"));
     let (source, target, mut selected) = deep_queues("deep_late", "west-1").await;
     let mut world = World::new("deep_late", &[("batch_size", json!(100))]).await;
-    let settings = PreviewSettings {
-        count_limit: CountLimit { messages: 100, time: Duration::from_secs(20) },
-        ..PreviewSettings::default()
-    };
-    let stored = world
-        .preview_with(
-            Mode::Move,
-            queue_ref("east", "east-1", &source),
-            queue_ref("west", "west-1", &target),
-            Selection::Filter(FILTER.into()),
-            &settings,
-        )
-        .await;
+    let stored = preview_filter(&world, Mode::Move, &source, ("west-1", &target), SMALL_LIMIT).await;
     assert_eq!(stored.preview.selection_at_least, Some(100), "{:#?}", stored.preview);
     world.spawn_worker("w1", &[("ARTEMIS_TRANSFER_FAULT_PAUSE", "finish:6000")]).await;
     world.execute(&stored).await;
