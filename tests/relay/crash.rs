@@ -70,6 +70,9 @@ async fn crash_after(step: &str, selection_by_ids: bool) {
     assert!(events.iter().any(|e| e.contains("reclaim") || e.contains("lease")), "no takeover event: {events:?}");
 }
 
+/// The second refill is the one beside the first batches' send (batch 20, staging topped up to 40 before the
+/// first take, then by 20 while each batch sends): the abort leaves a batch in doubt, perhaps committed on the
+/// target, and a refill's intent pending, both settled by the next claim's reconcile.
 #[tokio::test]
 async fn crash_after_refill() {
     crash_after("refill", false).await;

@@ -10,14 +10,14 @@
 //! | prepare: [`Batch::staging_is_ours`] | when a consumer not this run's was first seen | the wait goes on |
 //! | prepare: [`Batch::reconcile`] the previous attempt from broker truth | dead-lettered ids counted, out of doubt | repeated: broker truth again |
 //! | prepare: [`Batch::resend_is_safe`] | — | — |
-//! | prepare: [`Batch::top_up`] staging | the refill's intent, fenced, before the broker's move; its result after | intent pending: settled by the reconcile |
+//! | prepare: [`Batch::top_up`] staging, when it holds less than a batch | the refill's intent, fenced, before the broker's move; its result after | intent pending: settled by the reconcile |
 //! | take: [`Batch::receive`] from staging | large bodies spooled as they arrive | the broker gives the batch back to staging (connection closed) |
-//! | mark in doubt: [`Batch::mark_staging_ids`] | the batch's staging ids, fenced, counted into the target's duplicate-id window | messages back in staging; re-sent, duplicates dropped by the target |
-//! | send: the target looked at, then [`Batch::send_to_target`], the target commit | the target holds the batch | re-sent from staging; the target's duplicate cache drops them |
+//! | mark in doubt: [`Batch::mark_staging_ids`] | the batch's staging ids, fenced, counted into the target's duplicate-id window; with them the intent of the refill beside the send | messages back in staging; re-sent, duplicates dropped by the target |
+//! | send: the target looked at, then [`Batch::send_to_target`], the target commit; beside it, the source broker's refill of staging for the next batch ([`refill_beside`]) | the target holds the batch; staging holds the refill | re-sent from staging; the target's duplicate cache drops them; the refill's intent settled by the reconcile |
 //! | settle the source: [`Batch::mark_poison`] | the dead-letter intent, fenced | the reconcile counts the named ids dead-lettered once gone |
 //! | settle the source: [`Batch::acknowledge`], the source commit | staging no longer holds the batch | the reconcile finds them gone: delivered |
 //! | dead-letter: [`Batch::dead_letter_staged`] (dmq.rs) | poison on a DMQ, out of staging | gone, named by the intent: dead-lettered |
-//! | record: [`Batch::write_record`] | counters, in-doubt cleared, this job completed and the next enqueued, in one fenced transaction | — |
+//! | record: [`Batch::write_record`] | counters (the refill's result with them), in-doubt cleared, this job completed and the next enqueued, in one fenced transaction | — |
 //!
 //! The duplicate id of each message is `studio:<run>:<staging message id>` (docs/adr/0005): stable across
 //! every re-send of the same staged message, so the target keeps each one once. Why a pipeline of this shape,
@@ -38,7 +38,7 @@ use super::poison::Poison;
 use super::queues::target_facts;
 use super::receive::{receive_batch, Limits, Received, Taken};
 use super::record::write_batch;
-use super::refill::{id_chunk, refill, settle_refill_intent};
+use super::refill::{id_chunk, refill, settle_refill_intent, Refill, Refilled};
 use super::row;
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
 use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
@@ -126,6 +126,11 @@ struct Ready {
     route: Route,
     /// Once the batch has something to send.
     target: Option<TargetSide>,
+    /// How many staging should gain while the batch sends: decided by the top-up, turned into a [`Refill`] (its
+    /// intent recorded with the batch's in-doubt mark) and run beside the send (see [`Batch::top_up`]).
+    refill_later: Option<u32>,
+    /// The refill decided with the in-doubt mark, run beside the send.
+    refill: Option<Refill>,
 }
 
 /// The target side of a batch: its connection, and the transacted session it was sent in.
@@ -148,9 +153,9 @@ impl Take for Batch<'_> {
         let settled = go_on_step!(self.reconcile(&ends.source, &source.conn).await);
         go_on_step!(self.resend_is_safe(&ends.facts, &settled).await);
         go_on_step!(self.settle_if_stopping(&settled).await);
-        go_on_step!(self.top_up(&ends.source, &source.conn, &settled).await);
+        let refill_later = go_on_step!(self.top_up(&ends.source, &source.conn, &settled).await);
         let route = Route::of(&self.run, &ends.facts);
-        Ok(ControlFlow::Continue(Ready { ends, source, settled, route, target: None }))
+        Ok(ControlFlow::Continue(Ready { ends, source, settled, route, target: None, refill_later, refill: None }))
     }
 
     async fn take(&mut self, ready: &mut Ready) -> Result<Taken, RelayError> {
@@ -169,14 +174,19 @@ impl Take for Batch<'_> {
         Ok(())
     }
 
+    /// Step 3, with the intent of the refill that runs beside the send recorded in the same fenced write.
     async fn mark_in_doubt(&mut self, ready: &mut Ready, taken: &Taken) -> Step {
-        self.mark_staging_ids(&mut ready.source, taken, &mut ready.settled, &ready.ends.facts).await
+        let Ready { source, settled, ends, refill_later, refill, .. } = ready;
+        let later = refill_later.take().map(|count| (count, &ends.source));
+        *refill = go_on_step!(self.mark_staging_ids(source, taken, settled, &ends.facts, later).await);
+        Ok(ControlFlow::Continue(()))
     }
 
     /// Step 4: the target queue looked at just before the sends (a refusal there takes the batch out of doubt,
-    /// since nothing was sent), then the batch sent in one transaction and committed.
+    /// since nothing was sent), then the batch sent in one transaction and committed — while the source broker
+    /// refills staging for the next batch, when the top-up left that for now.
     async fn send(&mut self, ready: &mut Ready, taken: &Taken) -> Step<Landed> {
-        let Ready { source, settled, route, target, .. } = ready;
+        let Ready { source, settled, route, target, ends, refill, .. } = ready;
         let Some(target) = target.as_mut() else {
             return Err(RelayError::transient(Code::Core, "the batch's target connection was not opened"));
         };
@@ -189,7 +199,10 @@ impl Take for Batch<'_> {
             }
         };
         let session = target.conn.create_session(SessionOptions::transacted()).await?;
-        let landed = self.send_to_target(source, &session, &watch, taken, settled, route).await;
+        let refilling = refill_beside(refill.take(), &ends.source, self.heap_guard());
+        let (landed, refilled) =
+            tokio::join!(self.send_to_target(source, &session, &watch, taken, settled, route), refilling);
+        self.settle_refill_beside(refilled);
         target.session = Some(session);
         landed
     }
@@ -373,22 +386,28 @@ impl<'a> Batch<'a> {
         Ok(ControlFlow::Break(stop_outcome(&self.run)))
     }
 
-    /// Staging refilled while it holds fewer than 2 × batch (never when only settling before a stop). A filtered
+    /// Staging kept at 2 × batch (never when only settling before a stop). When it holds less than a batch, it is
+    /// refilled now, before the take; when it holds a batch or more, the take goes first and what staging needs
+    /// (returned, `Some(count)`) is refilled by the source broker while the target commits the batch — staging's
+    /// depth counts the batch in delivery, so staging never holds more than 2 × batch either way (I3). A filtered
     /// scan of a paging source costs the source broker heap it keeps (see guard::check_source_heap): with the heap
     /// nearly full, what staging holds is relayed without a refill, and an empty staging waits.
-    async fn top_up(&mut self, source: &NodeAccess, conn: &Connection, settled: &Settled) -> Step {
+    async fn top_up(&mut self, source: &NodeAccess, conn: &Connection, settled: &Settled) -> Step<Option<u32>> {
         let held = staging_depth(conn, &self.staging_queue).await?;
         let c = &self.run.counters;
         let depth = held.max(c.staged - c.delivered - settled.reconciled - c.dead_lettered);
         let wanted = 2 * i64::from(self.batch_size);
         if self.ctx.stop_requested || self.run.relay.exhausted || depth >= wanted {
             self.laps.lap("reconcile+refill");
-            return Ok(ControlFlow::Continue(()));
+            return Ok(ControlFlow::Continue(None));
         }
-        let heap_check = if self.run.source_paged && matches!(self.run.plan.selection, Selection::Filter(_)) {
-            check_source_heap(&self.run.plan.source.display(), source.mgmt.heap().await.ok().flatten())
-        } else {
-            TargetCheck::Go
+        if depth >= i64::from(self.batch_size) {
+            self.laps.lap("reconcile");
+            return Ok(ControlFlow::Continue(Some((wanted - depth) as u32)));
+        }
+        let heap_check = match self.heap_guard() {
+            Some(display) => check_source_heap(&display, source.mgmt.heap().await.ok().flatten()),
+            None => TargetCheck::Go,
         };
         match heap_check {
             TargetCheck::Go => {
@@ -404,7 +423,27 @@ impl<'a> Batch<'a> {
             }
         }
         self.laps.lap("reconcile+refill");
-        Ok(ControlFlow::Continue(()))
+        Ok(ControlFlow::Continue(None))
+    }
+
+    /// The source as words, when a refill must first look at its broker's heap: a filtered scan of a paging
+    /// source (guard::check_source_heap).
+    fn heap_guard(&self) -> Option<String> {
+        let filtered = matches!(self.run.plan.selection, Selection::Filter(_));
+        (self.run.source_paged && filtered).then(|| self.run.plan.source.display())
+    }
+
+    /// What the refill beside the send did, set on the run (written with the batch's record). A refill that
+    /// failed leaves its intent in place: the next batch's reconcile settles it from broker truth, and a refill
+    /// that keeps failing shows when staging runs low and the top-up refills before the take.
+    fn settle_refill_beside(&mut self, refilled: Result<Option<Refilled>, RelayError>) {
+        match refilled {
+            Ok(Some(refilled)) => refilled.apply(&mut self.run),
+            Ok(None) => self.run.relay.refill = None,
+            Err(e) => tracing::warn!(run = %self.run.id, error = %e, "the refill beside the send failed; the next \
+                                     batch settles it"),
+        }
+        self.laps.lap("refill-beside");
     }
 
     /// Step 2: up to a batch received from staging (no more than the target's cache can hold), large bodies
@@ -463,7 +502,8 @@ impl<'a> Batch<'a> {
         taken: &Taken,
         settled: &mut Settled,
         facts: &EndFacts,
-    ) -> Step {
+        refill_later: Option<(u32, &NodeAccess)>,
+    ) -> Step<Option<Refill>> {
         let new_ids: Vec<i64> = taken.ids.iter().copied().filter(|id| !settled.still_in_doubt.contains(*id)).collect();
         let mut tx = self.ctx.lease.begin().await?;
         let (cache, started) =
@@ -479,11 +519,17 @@ impl<'a> Batch<'a> {
         }
         self.run.counters.delivered += settled.reconciled;
         settled.reconciled = 0;
+        let refill = match refill_later {
+            Some((count, source)) => {
+                Some(Refill::intend(&mut self.run, source, &self.staging_queue, count, id_chunk(&self.settings))?)
+            }
+            None => None,
+        };
         row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.commit_progress().await?;
         fault::reach("in-doubt");
         self.laps.lap("in-doubt");
-        Ok(ControlFlow::Continue(()))
+        Ok(ControlFlow::Continue(refill))
     }
 
     /// Step 4: the batch sent to the target FQQN in one transaction, each message with its duplicate id and trace,
@@ -641,16 +687,23 @@ impl<'a> Batch<'a> {
             Some(TargetSide { conn, session }) => (Some(conn), session),
             None => (None, None),
         };
-        let closing = async {
+        // The two ends close side by side: one's answer need not wait for the other's.
+        let source_closing = async {
             let consumer_closed = match consumer {
                 Some(consumer) => consumer.close().await.is_ok(),
                 None => true,
             };
-            let target_closed = match target_session {
+            consumer_closed && session.close().await.is_ok()
+        };
+        let target_closing = async {
+            match target_session {
                 Some(s) => s.close().await.is_ok(),
                 None => true,
-            };
-            consumer_closed && session.close().await.is_ok() && target_closed
+            }
+        };
+        let closing = async {
+            let (source_closed, target_closed) = tokio::join!(source_closing, target_closing);
+            source_closed && target_closed
         };
         if tokio::time::timeout(CLOSE_WAIT, closing).await.unwrap_or(false) {
             self.h.links.give_back(source_conn);
@@ -670,6 +723,25 @@ impl<'a> Batch<'a> {
     async fn wait_for_room<T>(&mut self, why: String) -> Step<T> {
         Ok(ControlFlow::Break(wait_for_room(self.ctx, &mut self.run, &self.settings, why).await?))
     }
+}
+
+/// The refill decided with the batch's in-doubt mark, run while the batch sends: the source broker's move into
+/// staging, after a look at its heap where `heap_guard` names a paging source scanned by a filter (a heap not
+/// fit for it: nothing moved, `None`).
+async fn refill_beside(
+    refill: Option<Refill>,
+    source: &NodeAccess,
+    heap_guard: Option<String>,
+) -> Result<Option<Refilled>, RelayError> {
+    let Some(refill) = refill else {
+        return Ok(None);
+    };
+    if let Some(display) = heap_guard {
+        if check_source_heap(&display, source.mgmt.heap().await.ok().flatten()) != TargetCheck::Go {
+            return Ok(None);
+        }
+    }
+    refill.run(source).await.map(Some)
 }
 
 /// The consumer a taken batch came from.

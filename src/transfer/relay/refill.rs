@@ -29,54 +29,122 @@ pub(crate) async fn refill(
     count: u32,
     chunk: usize,
 ) -> Result<(), RelayError> {
-    let ids_range = match &run.plan.selection {
-        Selection::Ids(ids) => {
-            let from = run.relay.ids_next.min(ids.len());
-            Some((from, (from + count as usize).min(ids.len())))
-        }
-        _ => None,
-    };
-    run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
+    let order = Refill::intend(run, source, staging_queue, count, chunk)?;
     let mut tx = ctx.lease.begin().await?;
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
-
-    let source_mbean = source_queue_mbean(source, run);
-    match (&run.plan.selection, ids_range) {
-        (Selection::Ids(ids), Some((from, to))) => {
-            let moved = refill_ids_chunked(source, &source_mbean, staging_queue, &ids[from..to], chunk).await?;
-            fault::reach("refill");
-            run.counters.staged += moved.moved.len() as i64;
-            run.relay.not_moved.extend(moved.not_moved.iter().copied());
-            run.relay.ids_next = to;
-            run.relay.exhausted = to >= ids.len();
-        }
-        _ => {
-            let Some(filter) = run.plan.frozen_selector()? else {
-                return Err(RelayError::refused(Code::NotThisRun, "an id selection has no frozen filter to refill by"));
-            };
-            let unstamped_left = whole_queue_left(run, run.counters.staged);
-            let moved = move_frozen_selection(
-                &source.mgmt,
-                &source_mbean,
-                staging_queue,
-                (&filter, run.plan.t0_millis),
-                count,
-                unstamped_left,
-            )
-            .await?;
-            fault::reach("refill");
-            run.counters.staged += moved as i64;
-            // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
-            // consumer or scheduled is counted as not taken at the finish).
-            run.relay.exhausted = moved == 0;
-        }
-    }
-    run.relay.refill = None;
+    order.run(source).await?.apply(run);
     let mut tx = ctx.lease.begin().await?;
     row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
     tx.commit_progress().await?;
     Ok(())
+}
+
+/// A refill decided, its intent set on the run (the caller records it, fenced, before [`Refill::run`]): what the
+/// broker is asked to move, owned, so the move can run beside other work of the batch (a move's batch sends while
+/// staging is refilled for the next one: `batch.rs`).
+#[derive(Debug)]
+pub(crate) struct Refill {
+    what: Wanted,
+    mbean: ObjectName,
+    staging_queue: String,
+    chunk: usize,
+}
+
+/// What a refill asks the broker for.
+#[derive(Debug)]
+enum Wanted {
+    /// The plan's ids `[from, to)` of `all`.
+    Ids { ids: Vec<i64>, to: usize, all: usize },
+    /// Up to `count` of the frozen selection (see [`move_frozen_selection`]).
+    Frozen { filter: Selector, t0: i64, count: u32, unstamped_left: Option<u32> },
+}
+
+/// What a refill's broker move did, to be set on the run by [`Refilled::apply`].
+#[derive(Debug)]
+pub(crate) enum Refilled {
+    /// The ids moved and not moved, the plan's ids handed to the broker up to `to` of `all`.
+    Ids { moved: staging::IdsMoved, to: usize, all: usize },
+    /// How many of the frozen selection moved.
+    Frozen { moved: u64 },
+}
+
+impl Refill {
+    /// The next refill of `count` messages, its intent set on `run` (`run.relay.refill`).
+    pub(crate) fn intend(
+        run: &mut TransferRun,
+        source: &NodeAccess,
+        staging_queue: &str,
+        count: u32,
+        chunk: usize,
+    ) -> Result<Refill, RelayError> {
+        let (what, ids_range) = match &run.plan.selection {
+            Selection::Ids(ids) => {
+                let from = run.relay.ids_next.min(ids.len());
+                let to = (from + count as usize).min(ids.len());
+                (Wanted::Ids { ids: ids[from..to].to_vec(), to, all: ids.len() }, Some((from, to)))
+            }
+            _ => {
+                let Some(filter) = run.plan.frozen_selector()? else {
+                    return Err(RelayError::refused(
+                        Code::NotThisRun,
+                        "an id selection has no frozen filter to refill by",
+                    ));
+                };
+                let unstamped_left = whole_queue_left(run, run.counters.staged);
+                (Wanted::Frozen { filter, t0: run.plan.t0_millis, count, unstamped_left }, None)
+            }
+        };
+        run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
+        let mbean = source_queue_mbean(source, run);
+        Ok(Refill { what, mbean, staging_queue: staging_queue.to_string(), chunk })
+    }
+
+    /// The broker's move into staging.
+    pub(crate) async fn run(&self, source: &NodeAccess) -> Result<Refilled, RelayError> {
+        let refilled = match &self.what {
+            Wanted::Ids { ids, to, all } => {
+                let moved = refill_ids_chunked(source, &self.mbean, &self.staging_queue, ids, self.chunk).await?;
+                Refilled::Ids { moved, to: *to, all: *all }
+            }
+            Wanted::Frozen { filter, t0, count, unstamped_left } => {
+                let frozen = (filter, *t0);
+                let moved = move_frozen_selection(
+                    &source.mgmt,
+                    &self.mbean,
+                    &self.staging_queue,
+                    frozen,
+                    *count,
+                    *unstamped_left,
+                )
+                .await?;
+                Refilled::Frozen { moved }
+            }
+        };
+        fault::reach("refill");
+        Ok(refilled)
+    }
+}
+
+impl Refilled {
+    /// The move's result set on the run, its intent settled.
+    pub(crate) fn apply(self, run: &mut TransferRun) {
+        match self {
+            Refilled::Ids { moved, to, all } => {
+                run.counters.staged += moved.moved.len() as i64;
+                run.relay.not_moved.extend(moved.not_moved.iter().copied());
+                run.relay.ids_next = to;
+                run.relay.exhausted = to >= all;
+            }
+            Refilled::Frozen { moved } => {
+                run.counters.staged += moved as i64;
+                // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
+                // consumer or scheduled is counted as not taken at the finish).
+                run.relay.exhausted = moved == 0;
+            }
+        }
+        run.relay.refill = None;
+    }
 }
 
 /// How many more messages without a timestamp a whole-queue run may take: the broker's count at `t0` less what
