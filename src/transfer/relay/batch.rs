@@ -144,13 +144,15 @@ impl Take for Batch<'_> {
     type Ready = Ready;
     type Done = Committed;
 
-    /// Steps 0–1: the ends guarded, staging the run's alone, the previous attempt reconciled, a resend checked
-    /// safe, a stop with nothing in doubt taken, staging topped up.
+    /// Steps 0–1: the target's facts read while the source side gets ready (staging the run's alone, the previous
+    /// attempt reconciled: nothing there depends on the target), then the target guarded, a resend checked safe, a
+    /// stop with nothing in doubt taken, staging topped up.
     async fn prepare(&mut self) -> Step<Ready> {
-        let ends = go_on_step!(self.guard().await);
-        let source = self.open_source(&ends.source).await?;
-        go_on_step!(self.staging_is_ours(&source.conn).await);
-        let settled = go_on_step!(self.reconcile(&ends.source, &source.conn).await);
+        let (h, ctx, target_end) = (self.h, self.ctx, self.run.plan.target.clone());
+        let reading = async move { target_facts(h, ctx, &target_end).await };
+        let (read, source_side) = tokio::join!(reading, self.source_side());
+        let (source_end, source, settled) = go_on_step!(source_side);
+        let ends = go_on_step!(self.guard(source_end, read?).await);
         go_on_step!(self.resend_is_safe(&ends.facts, &settled).await);
         go_on_step!(self.settle_if_stopping(&settled).await);
         let refill_later = go_on_step!(self.top_up(&ends.source, &source.conn, &settled).await);
@@ -263,16 +265,22 @@ impl<'a> Batch<'a> {
         Ok(Batch { h, ctx, config, spool, run, settings, staging_queue, batch_size, started, laps })
     }
 
-    /// Step 1: both ends re-resolved by NodeID (a failover moves the run to the new live node), their reads going
-    /// out together, and the target re-checked in one batched request.
-    async fn guard(&mut self) -> Step<Ends> {
-        let (source, target) = tokio::join!(
-            ends::resolve_cached(&self.ctx.pool, self.run.plan.source.node_ref(), self.h.permits(), &self.h.ends),
-            target_facts(self.h, self.ctx, &self.run)
-        );
-        let source = source?;
-        let (target, facts) = target?;
+    /// The source side made ready while the target's facts are read: the source re-resolved by NodeID (a failover
+    /// moves the run to the new live node), staging's connection and the batch's session, staging the run's alone,
+    /// and the previous attempt reconciled.
+    async fn source_side(&mut self) -> Step<(NodeAccess, SourceSide, Settled)> {
+        let source_node = self.run.plan.source.node_ref();
+        let source_end = ends::resolve_cached(&self.ctx.pool, source_node, self.h.permits(), &self.h.ends).await?;
         self.laps.lap("resolve");
+        let source = self.open_source(&source_end).await?;
+        go_on_step!(self.staging_is_ours(&source.conn).await);
+        let settled = go_on_step!(self.reconcile(&source_end, &source.conn).await);
+        Ok(ControlFlow::Continue((source_end, source, settled)))
+    }
+
+    /// Step 1: the target re-checked from the facts of one batched request, read after the previous batch's commit.
+    async fn guard(&mut self, source: NodeAccess, read: (NodeAccess, EndFacts)) -> Step<Ends> {
+        let (target, facts) = read;
         let estimate = BatchSize::estimate(&self.run.counters, self.batch_size, self.settings.batch_bytes);
         let check = check_target(&self.run.plan.target, &facts, estimate, self.settings.capacity_threshold_pct);
         // Stopping: the batch in doubt is settled whatever the target's room (I6).

@@ -14,9 +14,9 @@
 //!
 //! | step | durable before the next step | a crash right after it |
 //! |---|---|---|
-//! | [`Slice::browse`] up to a batch, minus ledger ids | nothing | nothing happened |
+//! | [`Slice::browse`] up to a batch, minus ledger ids (first what was browsed ahead) | nothing | nothing happened |
 //! | [`Slice::mark_in_doubt`] | the batch's ids, fenced, counted into the target's duplicate-id window | re-browsed and re-sent |
-//! | [`Slice::send`], the target commit | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
+//! | [`Slice::send`], the target commit (the next batch browsed ahead beside it, in memory and the spool only) | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
 //! | [`Slice::dead_letter`] | proven poison on a DMQ | re-proven; the DMQ drops its duplicate id |
 //! | [`Slice::record`]: ledger + counters, fenced | the batch is recorded | — |
 //!
@@ -28,7 +28,7 @@
 //! while it was making progress. So a later attempt of a slice whose earlier attempt recorded copied messages
 //! hands over to a fresh slice job ([`hand_over`]): the budget counts attempts in a row that copied nothing.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ use super::guard::{check_target, BatchSize};
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
 use super::queues::target_facts;
-use super::receive::{Received, Taken};
+use super::receive::{Limits, Received, Taken};
 use super::record::write_batch;
 use super::refill::whole_queue_left;
 use super::row;
@@ -154,6 +154,16 @@ struct Slice<'a> {
     wanted: Option<HashSet<i64>>,
     /// Kept across the slice's batches while its sessions close cleanly.
     target_conn: Option<Link>,
+    /// The transacted session the slice's batches are sent in, kept across them while each commits.
+    target_session: Option<Session>,
+    /// Browsed ahead while the previous batch was sent: selected, not in the ledger, in browse order (the whole-queue
+    /// room is spent when a batch takes them).
+    ahead: VecDeque<Received>,
+    /// The browser has reached the end of the queue (what `ahead` holds is the last of it).
+    ahead_end: bool,
+    /// A browse ahead that failed: the browser may have passed messages it could not hand over, so the slice goes
+    /// no further with it (the next batch's browse answers this error, and a continuation browses afresh).
+    ahead_failed: Option<RelayError>,
     browsed_to_end: bool,
     /// A whole-queue copy: how many more it may copy before the count at `t0` leaves no room for a message without
     /// a timestamp ([`whole_queue_left`]); set before each batch, spent by every message the batch takes.
@@ -185,6 +195,8 @@ struct CopyBatch<'s, 'a> {
     slice: &'s mut Slice<'a>,
     started: DateTime<Utc>,
     settings: Settings,
+    /// The target and its facts, read as the batch began (beside the grants and the settings).
+    read: Option<(NodeAccess, EndFacts)>,
     /// At most this many (what is left of a whole-queue copy, the batch size).
     batch_size: usize,
 }
@@ -204,7 +216,10 @@ impl Take for CopyBatch<'_, '_> {
     /// The target guarded, with the batch no larger than its duplicate-id cache can hold.
     async fn prepare(&mut self) -> Step<Ready> {
         let (slice, settings) = (&mut *self.slice, &self.settings);
-        let (target, facts) = target_facts(slice.h, slice.ctx, &slice.run).await?;
+        let (target, facts) = match self.read.take() {
+            Some(read) => read,
+            None => target_facts(slice.h, slice.ctx, &slice.run.plan.target).await?,
+        };
         let cap = window::batch_cap(settings.batch_size.max(1), facts.duplicate_cache_size()) as usize;
         let batch_size = self.batch_size.min(cap);
         if let Some(words) = guard_target(&slice.run, &facts, batch_size, settings)? {
@@ -311,6 +326,10 @@ impl<'a> Slice<'a> {
             browser,
             wanted,
             target_conn: None,
+            target_session: None,
+            ahead: VecDeque::new(),
+            ahead_end: false,
+            ahead_failed: None,
             browsed_to_end: false,
             unstamped_room: None,
         })
@@ -321,58 +340,65 @@ impl<'a> Slice<'a> {
     /// doubt, sent, its poison dead-lettered, and the ledger and counters recorded.
     async fn batch(&mut self) -> Step<Batched> {
         // Before every batch, as a move's (docs/permissions.md): nothing is in doubt between a copy's batches, so a revoked
-        // grant stops the run at once.
-        if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(self.ctx).await? {
+        // grant stops the run at once. The grants, the settings and the target's facts are read side by side.
+        let started = Utc::now();
+        let (revoked, settings, read) = tokio::join!(
+            crate::transfer::permissions::stop_if_revoked(self.ctx),
+            load_settings(self.ctx),
+            target_facts(self.h, self.ctx, &self.run.plan.target)
+        );
+        if let Some(revoked) = revoked? {
             return Ok(ControlFlow::Break(revoked));
         }
-        let started = Utc::now();
-        let settings = load_settings(self.ctx).await?;
+        let (settings, read) = (settings?, Some(read?));
         // A whole-queue copy copies every stamped message and, as a move takes them, no more without a timestamp
         // than the count at t0 leaves (`whole_queue_left`): a producer sending timestamp 0 behind the browser does
         // not keep it going, and the count never chooses among stamped messages.
         let counters = &self.run.counters;
         self.unstamped_room = whole_queue_left(&self.run, counters.delivered + counters.dead_lettered);
         let batch_size = settings.batch_size.max(1) as usize;
-        pipeline::batch(&mut CopyBatch { slice: self, started, settings, batch_size }).await
+        pipeline::batch(&mut CopyBatch { slice: self, started, settings, read, batch_size }).await
     }
 
-    /// Up to `batch_size` selected messages the ledger does not hold, large bodies to the spool.
+    /// Up to `batch_size` selected messages the ledger does not hold, large bodies to the spool: first what was
+    /// browsed ahead, then from the browser.
     async fn browse(&mut self, batch_size: usize, settings: &Settings) -> Result<Taken, RelayError> {
+        if let Some(e) = self.ahead_failed.take() {
+            return Err(e);
+        }
         self.h.spool.check_free(settings.batch_bytes)?;
         let mut received: Vec<Received> = Vec::new();
         let mut bytes = 0u64;
-        while received.len() < batch_size && bytes < settings.batch_bytes {
-            let mut candidates: Vec<Received> = Vec::new();
-            let mut candidate_bytes = 0u64;
-            while candidates.len() < batch_size - received.len() && bytes + candidate_bytes < settings.batch_bytes {
-                let next = browse_one(&mut self.browser, &self.h.spool).await?;
-                self.run.counters.browsed += i64::from(next.is_some());
-                match next {
-                    Some(r) if self.wanted.as_ref().is_none_or(|w| w.contains(&r.delivery.message_id())) => {
-                        candidate_bytes += r.body_len();
-                        candidates.push(r);
-                    }
-                    Some(_) => {}
-                    None => {
-                        self.browsed_to_end = true;
-                        break;
-                    }
+        loop {
+            while received.len() < batch_size && bytes < settings.batch_bytes {
+                let Some(r) = self.ahead.pop_front() else { break };
+                if self.room_for(&r) {
+                    bytes += r.body_len();
+                    received.push(r);
                 }
             }
-            let ids: Vec<i64> = candidates.iter().map(|r| r.delivery.message_id()).collect();
-            let copied = ledger_holds(&self.ctx.pool, self.run.id, &ids).await?;
-            for r in candidates.into_iter().filter(|r| !copied.contains(&r.delivery.message_id())) {
-                if !self.room_for(&r) {
-                    continue;
-                }
-                bytes += r.body_len();
-                received.push(r);
-            }
-            if self.browsed_to_end {
+            if received.len() >= batch_size || bytes >= settings.batch_bytes || self.ahead_end {
                 break;
             }
+            let limits = Limits { messages: batch_size - received.len(), bytes: settings.batch_bytes - bytes };
+            let more = self.candidates(limits).await?;
+            self.take_ahead(more);
         }
+        self.browsed_to_end = self.ahead_end && self.ahead.is_empty();
         Ok(Taken::new(received, bytes))
+    }
+
+    /// Candidates from the browser (see [`browse_candidates`]).
+    async fn candidates(&mut self, limits: Limits) -> Result<Candidates, RelayError> {
+        browse_candidates(&mut self.browser, &self.h.spool, &self.ctx.pool, self.run.id, self.wanted.as_ref(), limits)
+            .await
+    }
+
+    /// Candidates browsed, kept for the batches that take them.
+    fn take_ahead(&mut self, more: Candidates) {
+        self.run.counters.browsed += more.browsed;
+        self.ahead.extend(more.list);
+        self.ahead_end |= more.end;
     }
 
     /// Whether the batch may take `r`, spending the room the count at `t0` leaves: a message without a timestamp
@@ -421,8 +447,8 @@ impl<'a> Slice<'a> {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// Sent in one target transaction (one by one after a duplicate), checked before its commit. Returns what
-    /// landed and how many lacked their original id.
+    /// Sent in one target transaction (one by one after a duplicate), checked before its commit, while the next
+    /// batch is browsed ahead. Returns what landed and how many lacked their original id.
     async fn send(&mut self, browsed: &Taken, route: &Route, settings: &Settings) -> Step<Landed> {
         let Some(conn) = self.target_conn.as_ref() else {
             return Err(RelayError::transient(
@@ -431,10 +457,32 @@ impl<'a> Slice<'a> {
             ));
         };
         let watch = TargetWatch::start(conn, &self.run.plan.target.queue, &self.run.plan.target.display()).await?;
-        let target_session = conn.create_session(SessionOptions::transacted()).await?;
+        let target_session = match self.target_session.take() {
+            Some(kept) => kept,
+            None => conn.create_session(SessionOptions::transacted()).await?,
+        };
         let accepted_before = self.run.counters.delivered > 0;
         let attempts = settings.target_attempts;
-        let sent = send_taken(&target_session, &watch, browsed, route, Mode::Copy, attempts, accepted_before).await;
+        let sending = send_taken(&target_session, &watch, browsed, route, Mode::Copy, attempts, accepted_before);
+        let ahead = self.ahead_wanted(browsed.received.len(), settings);
+        let browsing = async {
+            match ahead {
+                Some(limits) => {
+                    let (pool, wanted) = (&self.ctx.pool, self.wanted.as_ref());
+                    browse_candidates(&mut self.browser, &self.h.spool, pool, self.run.id, wanted, limits)
+                        .await
+                        .map(Some)
+                }
+                None => Ok(None),
+            }
+        };
+        let (sent, browsed_ahead) = tokio::join!(sending, browsing);
+        drop(watch);
+        match browsed_ahead {
+            Ok(Some(more)) => self.take_ahead(more),
+            Ok(None) => {}
+            Err(e) => self.ahead_failed = Some(e),
+        }
         let landed = match sent {
             Ok(landed) => landed,
             Err(SendFailure::Refused { words, .. }) => return Err(RelayError::refused(Code::TargetChanged, words)),
@@ -449,12 +497,20 @@ impl<'a> Slice<'a> {
             }
         };
         fault::reach("copy-target-commit");
-        drop(watch);
-        if target_session.close().await.is_err() {
-            // A session the broker did not confirm closing: that connection is not reused.
-            self.target_conn = None;
-        }
+        // Committed: the session is kept for the next batch (a failed send drops it, its close queued).
+        self.target_session = Some(target_session);
         Ok(ControlFlow::Continue(landed))
+    }
+
+    /// How much to browse ahead while a batch of `taking` messages sends: a batch's worth, when the browser has
+    /// more, what is already ahead leaves room, the spool has room for it, and the batch was a full one (a short
+    /// batch means the browser's end is near, or a whole-queue copy's room is spent).
+    fn ahead_wanted(&self, taking: usize, settings: &Settings) -> Option<Limits> {
+        let batch = settings.batch_size.max(1) as usize;
+        let room = batch.saturating_sub(self.ahead.len());
+        let useful = !self.ahead_end && self.ahead_failed.is_none() && taking >= batch && room > 0;
+        (useful && self.h.spool.check_free(2 * settings.batch_bytes).is_ok())
+            .then_some(Limits { messages: room, bytes: settings.batch_bytes })
     }
 
     /// Proven poison to a dead message queue on the source broker (docs/dead-message-queue.md): sent there, then recorded in the
@@ -527,8 +583,14 @@ impl<'a> Slice<'a> {
         row::save(tx.conn(), self.run.id, &self.run.relay, &self.run.counters).await?;
         tx.complete_and_enqueue(&next).await?;
         let committed = tx.commit().await?;
-        let (browser, browse_session) = (self.browser, self.browse_session);
-        let closing = async { browser.close().await.is_ok() && browse_session.close().await.is_ok() };
+        let (browser, browse_session, target_session) = (self.browser, self.browse_session, self.target_session);
+        let closing = async {
+            let target_closed = match target_session {
+                Some(session) => session.close().await.is_ok(),
+                None => true,
+            };
+            browser.close().await.is_ok() && browse_session.close().await.is_ok() && target_closed
+        };
         if tokio::time::timeout(Duration::from_secs(2), closing).await.unwrap_or(false) {
             self.h.links.give_back(self.source_conn);
             if let Some(conn) = self.target_conn {
@@ -626,6 +688,45 @@ async fn browse_one(
     }
     let len = file.finish().await.map_err(|e| RelayError::transient_in(Code::Spool, "spooling a large body", e))?;
     Ok(Some(Received::spooled(delivery, file, len)))
+}
+
+/// What one browse for candidates found.
+struct Candidates {
+    /// Selected and not in the ledger, in browse order.
+    list: Vec<Received>,
+    /// Deliveries the browser made (the run's `browsed` counter).
+    browsed: i64,
+    /// The browser reached the end of the queue.
+    end: bool,
+}
+
+/// Up to `limits` messages from the browser that the selection wants (`wanted`: an id selection's ids) and the
+/// run's ledger does not hold, large bodies to the spool.
+async fn browse_candidates(
+    browser: &mut Browser,
+    spool: &super::spool::Spool,
+    pool: &sqlx::PgPool,
+    run: uuid::Uuid,
+    wanted: Option<&HashSet<i64>>,
+    limits: Limits,
+) -> Result<Candidates, RelayError> {
+    let mut found = Candidates { list: Vec::new(), browsed: 0, end: false };
+    let mut bytes = 0u64;
+    while found.list.len() < limits.messages && bytes < limits.bytes {
+        let Some(r) = browse_one(browser, spool).await? else {
+            found.end = true;
+            break;
+        };
+        found.browsed += 1;
+        if wanted.is_none_or(|w| w.contains(&r.delivery.message_id())) {
+            bytes += r.body_len();
+            found.list.push(r);
+        }
+    }
+    let ids: Vec<i64> = found.list.iter().map(|r| r.delivery.message_id()).collect();
+    let copied = ledger_holds(pool, run, &ids).await?;
+    found.list.retain(|r| !copied.contains(&r.delivery.message_id()));
+    Ok(found)
 }
 
 /// Of `ids`, those the run's ledger holds.

@@ -10,6 +10,7 @@ use crate::jobs::handler::JobContext;
 use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::gather::end_facts;
+use crate::transfer::QueueRef;
 
 /// The source queue's MBean name.
 pub(crate) fn source_queue_mbean(source: &NodeAccess, run: &TransferRun) -> ObjectName {
@@ -42,17 +43,17 @@ pub(crate) async fn create_target_queue(target: &NodeAccess, run: &TransferRun) 
 pub(crate) async fn target_facts(
     h: &TransferHandler,
     ctx: &JobContext,
-    run: &TransferRun,
+    end: &QueueRef,
 ) -> Result<(NodeAccess, EndFacts), RelayError> {
-    if let Some(target) = h.ends.recent(run.plan.target.node_ref()) {
-        if let Ok(facts) = end_facts(&target.mgmt, &run.plan.target).await {
+    if let Some(target) = h.ends.recent(end.node_ref()) {
+        if let Ok(facts) = end_facts(&target.mgmt, end).await {
             if facts.node.as_ref().is_some_and(|n| target.is_live_node(&n.broker)) {
                 return Ok((target, facts));
             }
         }
-        h.ends.forget_end(run.plan.target.node_ref());
+        h.ends.forget_end(end.node_ref());
     }
-    let target = ends::resolve_cached(&ctx.pool, run.plan.target.node_ref(), h.permits(), &h.ends).await?;
-    let facts = end_facts(&target.mgmt, &run.plan.target).await?;
+    let target = ends::resolve_cached(&ctx.pool, end.node_ref(), h.permits(), &h.ends).await?;
+    let facts = end_facts(&target.mgmt, end).await?;
     Ok((target, facts))
 }
