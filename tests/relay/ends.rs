@@ -566,6 +566,11 @@ struct WholeQueueRun {
 
 impl WholeQueueRun {
     async fn new(taken: Taken, label: &str, batch_size: u32) -> WholeQueueRun {
+        WholeQueueRun::paced(taken, label, batch_size, 500.0).await
+    }
+
+    /// As [`WholeQueueRun::new`], at `rate` messages a second.
+    async fn paced(taken: Taken, label: &str, batch_size: u32, rate: f64) -> WholeQueueRun {
         let bed = TestBed::get();
         let label = match taken {
             Taken::Move => label.to_string(),
@@ -577,7 +582,7 @@ impl WholeQueueRun {
         let target_node = bed.node(if taken == Taken::MoveOnOneNode { "east-1" } else { "west-1" });
         create_queue(bed.node("east-1"), &source).await;
         create_queue(target_node, &target).await;
-        let settings = [("batch_size", json!(batch_size)), ("messages_per_second", json!(500.0))];
+        let settings = [("batch_size", json!(batch_size)), ("messages_per_second", json!(rate))];
         let mut world = World::new(&label, &settings).await;
         world.spawn_worker("w1", &[]).await;
         WholeQueueRun { taken, source, target, target_node, world }
@@ -636,6 +641,60 @@ async fn stamped_before_t0_committed_after_the_count(taken: Taken) {
     assert_proven(&run.world, stored.run_id).await;
     assert_eq!(counters.selected, Some(300), "selected is the count at t0: {counters:?}");
     assert_eq!(counters.taken_beyond_count, 50, "{counters:?}");
+    let on_source = census(east, &run.source).await;
+    assert_accounting(&counters, &run.census(&ids, &on_target, &on_source));
+    run.clean_up().await;
+}
+
+/// A queue of messages without a timestamp is moved by asking the broker for them first once its stamped part is
+/// known to be empty (`refill::move_frozen_selection`: one scan of the queue per refill, not two). A message stamped
+/// before t0 but committed while they are being moved is still taken, before the selection is called exhausted.
+#[tokio::test]
+async fn a_whole_queue_move_of_unstamped_messages_takes_one_stamped_before_t0_committed_midway() {
+    stamped_committed_midway(Taken::Move).await;
+}
+
+/// The same for a move on one node.
+#[tokio::test]
+async fn a_whole_queue_move_on_one_node_of_unstamped_messages_takes_one_stamped_before_t0_committed_midway() {
+    stamped_committed_midway(Taken::MoveOnOneNode).await;
+}
+
+async fn stamped_committed_midway(taken: Taken) {
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    // 200 at 100 a second: two seconds at least, so the late ones land midway.
+    let run = WholeQueueRun::paced(taken, "midway", 20, 100.0).await;
+    send_core(east, &run.source, "unstamped-", 0..200, Stamp::Zero).await;
+    let stored = run.preview().await;
+    assert_eq!(stored.preview.selection_size, Some(200));
+    run.world.execute(&stored).await;
+    let delivered = || async {
+        let v: Option<i64> =
+            sqlx::query_scalar("SELECT (counters->>'delivered')::bigint FROM transfer_run WHERE id = $1")
+                .bind(stored.run_id)
+                .fetch_one(&run.world.pool)
+                .await
+                .unwrap();
+        v.unwrap_or(0)
+    };
+    let started = std::time::Instant::now();
+    while delivered().await < 40 {
+        assert!(started.elapsed() < RUN_LIMIT, "the run did not get going");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let midway = delivered().await;
+    assert!(midway < 200, "the run ended before the late ones could be sent ({midway} delivered)");
+    send_core(east, &run.source, "early-", 0..5, Stamp::EarlyFirst(stored.plan.t0_millis - 1_000)).await;
+    let (state, counters) = run.world.wait_run(stored.run_id, &["succeeded", "partial"], RUN_LIMIT).await;
+
+    let ids: Vec<String> =
+        (0..200).map(|i| format!("unstamped-{i}")).chain((0..5).map(|i| format!("early-{i}"))).collect();
+    let on_target = census(run.target_node, &run.target).await;
+    assert_each_once(&ids, &on_target, &format!("the target after {state} {counters:?}"));
+    assert_eq!(state, "succeeded", "{counters:?}");
+    assert_proven(&run.world, stored.run_id).await;
+    assert_eq!((counters.selected, counters.taken_beyond_count), (Some(200), 5), "{counters:?}");
     let on_source = census(east, &run.source).await;
     assert_accounting(&counters, &run.census(&ids, &on_target, &on_source));
     run.clean_up().await;

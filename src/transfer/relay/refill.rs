@@ -57,7 +57,7 @@ enum Wanted {
     /// The plan's ids `[from, to)` of `all`.
     Ids { ids: Vec<i64>, to: usize, all: usize },
     /// Up to `count` of the frozen selection (see [`move_frozen_selection`]).
-    Frozen { filter: Selector, t0: i64, count: u32, unstamped_left: Option<u32> },
+    Frozen { filter: Selector, t0: i64, count: u32, unstamped: (Option<u32>, bool) },
 }
 
 /// What a refill's broker move did, to be set on the run by [`Refilled::apply`].
@@ -65,8 +65,8 @@ enum Wanted {
 pub(crate) enum Refilled {
     /// The ids moved and not moved, the plan's ids handed to the broker up to `to` of `all`.
     Ids { moved: staging::IdsMoved, to: usize, all: usize },
-    /// How many of the frozen selection moved.
-    Frozen { moved: u64 },
+    /// What the move of the frozen selection did.
+    Frozen(FrozenMoved),
 }
 
 impl Refill {
@@ -92,7 +92,8 @@ impl Refill {
                     ));
                 };
                 let unstamped_left = whole_queue_left(run, run.counters.staged);
-                (Wanted::Frozen { filter, t0: run.plan.t0_millis, count, unstamped_left }, None)
+                let unstamped = (unstamped_left, run.relay.stamped_exhausted);
+                (Wanted::Frozen { filter, t0: run.plan.t0_millis, count, unstamped }, None)
             }
         };
         run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
@@ -107,18 +108,11 @@ impl Refill {
                 let moved = refill_ids_chunked(source, &self.mbean, &self.staging_queue, ids, self.chunk).await?;
                 Refilled::Ids { moved, to: *to, all: *all }
             }
-            Wanted::Frozen { filter, t0, count, unstamped_left } => {
-                let frozen = (filter, *t0);
-                let moved = move_frozen_selection(
-                    &source.mgmt,
-                    &self.mbean,
-                    &self.staging_queue,
-                    frozen,
-                    *count,
-                    *unstamped_left,
+            Wanted::Frozen { filter, t0, count, unstamped } => {
+                let (frozen, into) = ((filter, *t0), &self.staging_queue);
+                Refilled::Frozen(
+                    move_frozen_selection(&source.mgmt, &self.mbean, into, frozen, *count, *unstamped).await?,
                 )
-                .await?;
-                Refilled::Frozen { moved }
             }
         };
         fault::reach("refill");
@@ -136,8 +130,9 @@ impl Refilled {
                 run.relay.ids_next = to;
                 run.relay.exhausted = to >= all;
             }
-            Refilled::Frozen { moved } => {
+            Refilled::Frozen(FrozenMoved { moved, stamped_exhausted }) => {
                 run.counters.staged += moved as i64;
+                run.relay.stamped_exhausted = stamped_exhausted;
                 // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
                 // consumer or scheduled is counted as not taken at the finish).
                 run.relay.exhausted = moved == 0;
@@ -159,33 +154,63 @@ pub(crate) fn whole_queue_left(run: &TransferRun, taken: i64) -> Option<u32> {
     }
 }
 
+/// What one move of a frozen selection did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrozenMoved {
+    /// How many messages moved.
+    pub moved: u64,
+    /// A whole-queue move: the stamped part is known to be exhausted (see [`move_frozen_selection`]).
+    pub stamped_exhausted: bool,
+}
+
 /// The broker's move of up to `count` messages of a frozen selection (`frozen`: its filter and `t0`) from `source`
 /// into `into`. With `unstamped_left` (a whole-queue run, see [`whole_queue_left`]) the stamped part moves first,
 /// and messages without a timestamp only once no stamped one is left, no more than `unstamped_left` less what this
 /// call moved. The broker moves in its delivery order (priority first), so a count over the whole filter would
 /// choose which messages: a counted one left behind for one committed after the count.
+///
+/// Each call with a filter is a scan of the source from its head until it has moved what it asked for: asking for
+/// the stamped part of a queue that holds none scans it whole. So once a stamped call moves fewer than it asked
+/// (`stamped_exhausted`, kept by the caller), the unstamped part is asked for first, and the stamped part once
+/// more only when nothing without a timestamp is left — a message stamped at or before `t0` but committed late is
+/// still taken before the selection is called exhausted.
 pub(crate) async fn move_frozen_selection(
     mgmt: &BrokerManagement,
     source: &ObjectName,
     into: &str,
     frozen: (&Selector, i64),
     count: u32,
-    unstamped_left: Option<u32>,
-) -> Result<u64, StagingError> {
+    unstamped: (Option<u32>, bool),
+) -> Result<FrozenMoved, StagingError> {
     let (filter, t0) = frozen;
-    let Some(unstamped_left) = unstamped_left else {
-        return staging::refill_by_filter(mgmt, source, into, &filter.to_string(), count, Some(t0)).await;
+    let (unstamped_left, stamped_exhausted) = unstamped;
+    let by = |filter: String, count: u32| async move {
+        staging::refill_by_filter(mgmt, source, into, &filter, count, Some(t0)).await
     };
-    let stamped = staging::refill_by_filter(mgmt, source, into, &stamped_part(filter), count, Some(t0)).await?;
+    let Some(unstamped_left) = unstamped_left else {
+        let moved = by(filter.to_string(), count).await?;
+        return Ok(FrozenMoved { moved, stamped_exhausted });
+    };
+    if stamped_exhausted {
+        let room = count.min(unstamped_left);
+        let unstamped = if room > 0 { by(unstamped_part(filter), room).await? } else { 0 };
+        if unstamped > 0 {
+            return Ok(FrozenMoved { moved: unstamped, stamped_exhausted });
+        }
+        let late = by(stamped_part(filter), count).await?;
+        return Ok(FrozenMoved { moved: late, stamped_exhausted: late < u64::from(count) });
+    }
+    let stamped = by(stamped_part(filter), count).await?;
+    let stamped_exhausted = stamped < u64::from(count);
     let room = u64::from(count).min(u64::from(unstamped_left)).saturating_sub(stamped);
     if room == 0 {
-        return Ok(stamped);
+        return Ok(FrozenMoved { moved: stamped, stamped_exhausted });
     }
     let room = u32::try_from(room).unwrap_or(u32::MAX);
-    match staging::refill_by_filter(mgmt, source, into, &unstamped_part(filter), room, Some(t0)).await {
-        Ok(unstamped) => Ok(stamped + unstamped),
+    match by(unstamped_part(filter), room).await {
+        Ok(unstamped) => Ok(FrozenMoved { moved: stamped + unstamped, stamped_exhausted }),
         // What the first call moved is counted; the unstamped part is asked for again next time.
-        Err(e) if stamped > 0 && e.moved_nothing() => Ok(stamped),
+        Err(e) if stamped > 0 && e.moved_nothing() => Ok(FrozenMoved { moved: stamped, stamped_exhausted }),
         Err(e) => Err(e),
     }
 }
