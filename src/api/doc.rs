@@ -301,7 +301,7 @@ fn links_from_a_preview(doc: &mut Value) {
 
 /// The document saying what `super::input` checks at the door, so a client (or a fuzzer) generating values
 /// from it sends nothing refused for reasons it could not read: every string of a request body and every
-/// string path parameter carries its pattern, and every object of a request body refuses properties it does not
+/// string path or query parameter carries its pattern, and every object of a request body refuses properties it does not
 /// name. Done over the JSON form, where the walk is one function.
 fn text_rules(doc: &mut Value) {
     let mut found = Vec::new();
@@ -313,9 +313,10 @@ fn text_rules(doc: &mut Value) {
             // `get_mut`, not `[..]`: indexing a JSON object mutably adds the key, as null, where it is missing.
             let parameters = operation.get_mut("parameters").and_then(Value::as_array_mut);
             for parameter in parameters.into_iter().flatten() {
-                let path = parameter["in"] == "path";
+                // The door refuses a control character in the path and in the query alike (`input::refuse_bad_target`).
+                let in_target = parameter["in"] == "path" || parameter["in"] == "query";
                 let Some(schema) = parameter.get_mut("schema") else { continue };
-                if path {
+                if in_target {
                     with_pattern(schema, LINE_TEXT);
                 }
                 never_null(schema);

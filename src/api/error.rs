@@ -108,6 +108,8 @@ pub const PROBLEMS: &[(&str, &str)] = &[
     ("invalid-run-id", "Not a run id"),
     ("invalid-selection", "Not a selection"),
     ("invalid-setting", "Not a setting's value"),
+    ("invalid-filter", "A filter the parser cannot read"),
+    ("browse-limit", "Deeper than a page reads"),
     ("not-found", "Not found"),
     ("no-such-route", "No such path"),
     ("method-not-allowed", "Method not allowed"),

@@ -30,6 +30,7 @@ pub mod limit;
 mod ops;
 mod orphans;
 mod previews;
+mod queues;
 pub mod redact;
 pub mod request;
 mod request_id;
@@ -86,6 +87,9 @@ fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(previews::clusters))
         .routes(routes!(previews::targets))
         .routes(routes!(previews::preview))
+        .routes(routes!(queues::queues))
+        .routes(routes!(queues::messages))
+        .routes(routes!(queues::check))
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::events))

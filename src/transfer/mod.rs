@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod audit;
+pub mod browse;
 pub mod facts;
 pub mod gather;
 pub mod orphans;

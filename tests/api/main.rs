@@ -36,6 +36,7 @@ mod fuzz;
 mod input;
 mod leaks;
 mod limits;
+mod queues;
 mod tls;
 
 use support::{assert_accounting, assert_exactly_once, census, source_and_target, Census, World, OPERATOR};
