@@ -52,6 +52,7 @@ use utoipa_axum::routes;
 
 pub use auth::Caller;
 pub use error::ApiError;
+pub use queues::FilterVerdict;
 pub(crate) use runs::{cursor_after, keyset_of};
 pub use tokens::{LiveTokens, ServiceTokens};
 

@@ -18,9 +18,11 @@
 
 pub mod assets;
 mod pages;
+mod queues;
 pub mod session;
 mod sign_in;
 mod store;
+mod transfer;
 
 use std::time::Duration;
 
@@ -92,6 +94,14 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/runs/{run}", get(pages::run))
         .route("/console/runs/{run}/{action}", post(pages::act))
+        .route("/console/clusters", get(queues::clusters))
+        .route("/console/clusters/{cluster}/nodes/{node}/queues", get(queues::queues))
+        .route("/console/clusters/{cluster}/nodes/{node}/queues/{queue}", get(queues::messages))
+        .route("/console/selector/check", get(queues::check))
+        .route("/console/transfer/new", get(transfer::new))
+        .route("/console/transfer/preview", post(transfer::preview))
+        .route("/console/transfer/{run}", get(transfer::show))
+        .route("/console/transfer/{run}/execute", post(transfer::execute))
         .route("/console/assets/{name}", get(assets::serve))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(axum::middleware::from_fn(same_origin_posts))

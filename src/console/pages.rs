@@ -37,7 +37,8 @@ pub struct Chrome {
 }
 
 impl Chrome {
-    fn of(session: Option<&Session>) -> Chrome {
+    /// The chrome of a page for `session` (none: signed out).
+    pub(super) fn of(session: Option<&Session>) -> Chrome {
         Chrome {
             css: assets::CSS.href(),
             js: assets::JS.href(),
@@ -237,7 +238,7 @@ pub async fn transfers(
 }
 
 /// `text` unless it is blank.
-fn some(text: &str) -> Option<&str> {
+pub(super) fn some(text: &str) -> Option<&str> {
     Some(text.trim()).filter(|t| !t.is_empty())
 }
 
@@ -255,7 +256,7 @@ fn next_href(filter: &TransfersQuery, last: &RunRecord) -> String {
 }
 
 /// `pairs` as a query string (each value percent-encoded).
-fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
+pub(super) fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
     use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
     let encoded: Vec<String> =
         pairs.iter().map(|(k, v)| format!("{k}={}", utf8_percent_encode(v.trim(), NON_ALPHANUMERIC))).collect();
@@ -351,7 +352,7 @@ fn done_words(action: &str) -> Option<&'static str> {
 }
 
 /// The run `text` names if the operator may see it; 404 otherwise, whichever the reason.
-async fn visible_run(state: &ConsoleState, session: &Session, text: &str) -> Result<Uuid, ConsoleError> {
+pub(super) async fn visible_run(state: &ConsoleState, session: &Session, text: &str) -> Result<Uuid, ConsoleError> {
     let missing = || ConsoleError::not_found(format!("there is no run {text}"));
     let run: Uuid = text.parse().map_err(|_| missing())?;
     if view::visible(&state.api.pool, run, &session.operator).await? {

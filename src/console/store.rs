@@ -67,3 +67,40 @@ pub async fn console_session_delete(db: impl PgExecutor<'_>, id_hash: &[u8]) -> 
 pub async fn console_session_expire(db: impl PgExecutor<'_>) -> Result<u64, sqlx::Error> {
     sqlx::query(include_str!("sql/console_session_expire.sql")).execute(db).await.map(|r| r.rows_affected())
 }
+
+/// A run as the console's preview page shows it (`console_preview_load.sql`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredPreviewRow {
+    /// Its state's name.
+    pub state: String,
+    /// `move` or `copy`.
+    pub mode: String,
+    /// The source's cluster.
+    pub source_cluster: String,
+    /// The source's node.
+    pub source_node: String,
+    /// The source queue.
+    pub source_queue: String,
+    /// The target's cluster.
+    pub target_cluster: String,
+    /// The target's node.
+    pub target_node: String,
+    /// The target queue.
+    pub target_queue: String,
+    /// The plan, as stored.
+    pub plan: serde_json::Value,
+    /// The plan's hash, which execute echoes.
+    pub plan_hash: String,
+    /// The preview, as stored.
+    pub preview: serde_json::Value,
+    /// Until when it may be executed.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// `console_preview_load.sql`.
+pub async fn console_preview_load(
+    db: impl PgExecutor<'_>,
+    run: uuid::Uuid,
+) -> Result<Option<StoredPreviewRow>, sqlx::Error> {
+    sqlx::query_as(include_str!("sql/console_preview_load.sql")).bind(run).fetch_optional(db).await
+}

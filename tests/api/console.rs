@@ -339,3 +339,205 @@ async fn under_tls_the_session_cookie_is_secure_and_host_only() {
     let secure = send(&app, get("/console/", Some(&format!("__Host-at_console={id}")))).await;
     assert_eq!(secure.status, StatusCode::OK, "{}", secure.body);
 }
+
+/// A queue on east-1 holding `count` of [`crate::queues::send_colored`]'s messages (the first with a hostile body
+/// and property), in a world with the test bed's clusters registered, and the console over it.
+async fn console_beside_a_queue(
+    label: &str,
+    queue_suffix: &str,
+    count: i64,
+) -> (crate::support::World, axum::Router, String) {
+    let bed = testbed::TestBed::require().await;
+    let queue = format!("{}{queue_suffix}", testbed::unique_name(label));
+    crate::support::create_queue(bed.node("east-1"), &queue).await;
+    crate::queues::send_colored(bed.node("east-1"), &queue, count).await;
+    let world = crate::support::World::new(label, &[]).await;
+    let app = ConsoleWorld::on(world.pool.clone()).await.app();
+    (world, app, queue)
+}
+
+/// The Messages page of `queue` on east-1, with `query`.
+fn messages_page(queue: &str, query: &str) -> String {
+    format!("/console/clusters/east/nodes/east-1/queues/{}{query}", encoded(queue))
+}
+
+async fn destroy(queue: &str) {
+    let bed = testbed::TestBed::get();
+    crate::support::management(bed.node("east-1")).destroy_queue(queue).await.unwrap();
+}
+
+#[tokio::test]
+async fn queue_names_properties_and_bodies_are_shown_as_text_and_a_bad_filter_is_refused_in_words() {
+    let hostile = "_<b>q</b>\"'&<img src=x onerror=alert(4)>";
+    let (_world, app, queue) = console_beside_a_queue("console_messages", hostile, 3).await;
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    // The node's queues, with the hostile name as text and its depth.
+    let queues = send(
+        &app,
+        get(&format!("/console/clusters/east/nodes/east-1/queues?name_contains={}", encoded(&queue)), Some(&cookie)),
+    )
+    .await;
+    assert_eq!(queues.status, StatusCode::OK, "{}", queues.body);
+    assert!(!queues.body.contains("<img src=x"), "{}", queues.body);
+    assert!(queues.body.contains("&#60;img src=x onerror=alert(4)&#62;"), "{}", queues.body);
+    assert!(queues.body.contains("<td class=\"n\" data-label=\"Depth\">3</td>"), "{}", queues.body);
+    // Its messages: the hostile body and property escaped, a checkbox per row, the three ways to transfer.
+    let page = send(&app, get(&messages_page(&queue, ""), Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    for raw in ["<script>alert('body')", "<script>alert('prop')", "<img src=x"] {
+        assert!(!page.body.contains(raw), "{raw} came through: {}", page.body);
+    }
+    assert!(page.body.contains("&#60;script&#62;alert(&#39;body&#39;)&#60;/script&#62;"), "{}", page.body);
+    assert!(page.body.contains("&#60;script&#62;alert(&#39;prop&#39;)&#60;/script&#62;"), "{}", page.body);
+    assert_eq!(page.body.matches("type=\"checkbox\" name=\"id\"").count(), 3, "{}", page.body);
+    assert!(page.body.contains("Transfer ticked…") && page.body.contains("Transfer the whole queue…"));
+    // A filter the parser cannot read: the page says where and why, with the filter kept, and no broker is asked.
+    let bad = send(&app, get(&messages_page(&queue, "?filter=color%20%3D%20'red'%20AND"), Some(&cookie))).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    assert!(bad.body.contains("the filter cannot be read at position 18: expected"), "{}", bad.body);
+    assert!(bad.body.contains("value=\"color = &#39;red&#39; AND\""), "the filter is kept: {}", bad.body);
+    // A good one: the red messages (the first and the third), and the check route's verdict for the box.
+    let red = send(&app, get(&messages_page(&queue, "?filter=color%20%3D%20'red'"), Some(&cookie))).await;
+    assert_eq!(red.body.matches("type=\"checkbox\" name=\"id\"").count(), 2, "{}", red.body);
+    assert!(red.body.contains("Transfer all matching the filter…"), "{}", red.body);
+    let verdict = send(&app, get("/console/selector/check?filter=n%20%3E", Some(&cookie))).await;
+    assert_eq!(verdict.status, StatusCode::OK, "{}", verdict.body);
+    assert!(verdict.body.contains("\"readable\":false") && verdict.body.contains("\"column\":4"), "{}", verdict.body);
+    destroy(&queue).await;
+}
+
+#[tokio::test]
+async fn an_operator_who_may_only_read_gets_no_transfer_button_and_a_refused_dialog() {
+    let (_world, app, queue) = console_beside_a_queue("console_reader_msgs", "", 2).await;
+    let (cookie, token) = sign_in(&app, READER).await;
+    let page = send(&app, get(&messages_page(&queue, ""), Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("message 1"), "they may read the messages: {}", page.body);
+    assert!(!page.body.contains("Transfer ") && !page.body.contains("type=\"checkbox\""), "{}", page.body);
+    let dialog = format!("/console/transfer/new?cluster=east&node=east-1&queue={}&take=all", encoded(&queue));
+    assert_eq!(send(&app, get(&dialog, Some(&cookie))).await.status, StatusCode::FORBIDDEN);
+    let form = format!(
+        "form_token={token}&cluster=east&node=east-1&queue={}&take=all&mode=copy&target=west/west-1&target_queue=x",
+        encoded(&queue)
+    );
+    let posted = send(&app, post("/console/transfer/preview", Some(&cookie), &form, &[])).await;
+    assert_eq!(posted.status, StatusCode::FORBIDDEN, "{}", posted.body);
+    let (previews,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM transfer_run").fetch_one(&_world.pool).await.unwrap();
+    assert_eq!(previews, 0, "nothing was previewed");
+    destroy(&queue).await;
+}
+
+#[tokio::test]
+async fn a_cluster_the_operator_may_not_see_is_absent_and_not_found() {
+    let (_world, app, queue) = console_beside_a_queue("console_invisible_cluster", "", 1).await;
+    let (cookie, _) = sign_in(&app, EAST_ONLY).await;
+    let clusters = send(&app, get("/console/clusters", Some(&cookie))).await;
+    assert!(clusters.body.contains("east/east-1") && !clusters.body.contains("west"), "{}", clusters.body);
+    for path in [
+        "/console/clusters/west/nodes/west-1/queues".to_string(),
+        format!("/console/clusters/west/nodes/west-1/queues/{}", encoded(&queue)),
+        format!("/console/transfer/new?cluster=west&node=west-1&queue={}&take=all", encoded(&queue)),
+    ] {
+        let answer = send(&app, get(&path, Some(&cookie))).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}: {}", answer.body);
+        assert!(answer.body.contains("no cluster named west is registered"), "{path}: {}", answer.body);
+    }
+    // From east, the dialog lists east's nodes only: west is not theirs to see.
+    let dialog = format!("/console/transfer/new?cluster=east&node=east-1&queue={}&take=all", encoded(&queue));
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("east / east-2") && !page.body.contains("west"), "{}", page.body);
+    destroy(&queue).await;
+}
+
+#[tokio::test]
+async fn the_dialog_previews_the_ticked_messages_and_executes_once_armed_all_audited_as_console() {
+    let (world, app, queue) = console_beside_a_queue("console_dialog", "", 3).await;
+    sqlx::query(
+        "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ('sendless', '*', 'message:move', 'test')",
+    )
+    .execute(&world.pool)
+    .await
+    .unwrap();
+    let (cookie, token) = sign_in(&app, ADMIN).await;
+    let page = send(&app, get(&messages_page(&queue, ""), Some(&cookie))).await;
+    let ids: Vec<String> = page
+        .body
+        .match_indices("name=\"id\" value=\"")
+        .map(|(at, _)| page.body[at + 17..].split('"').next().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{}", page.body);
+    // Two ticked: the dialog names them; every target node of both clusters is offered.
+    let dialog = format!(
+        "/console/transfer/new?cluster=east&node=east-1&queue={}&filter=&id={}&id={}&take=ids",
+        encoded(&queue),
+        ids[0],
+        ids[2]
+    );
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains(&format!("the 2 ticked message(s): ids {}, {}", ids[0], ids[2])), "{}", page.body);
+    assert!(page.body.contains("<option value=\"west/west%2D1\">west / west-1</option>"), "{}", page.body);
+    // Preview: a Previewed run, its page with the findings by kind and the arming form.
+    let target = testbed::unique_name("console_dialog_dst");
+    let form = format!(
+        "form_token={token}&cluster=east&node=east-1&queue={}&take=ids&ids={},{}&filter=&mode=move&target=west/west%2D1&target_queue={target}",
+        encoded(&queue),
+        ids[0],
+        ids[2]
+    );
+    let previewed = send(&app, post("/console/transfer/preview", Some(&cookie), &form, &[])).await;
+    assert_eq!(previewed.status, StatusCode::SEE_OTHER, "{}", previewed.body);
+    let at = previewed.header("location").to_string();
+    let run = at.strip_prefix("/console/transfer/").unwrap().to_string();
+    let preview = send(&app, get(&at, Some(&cookie))).await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
+    for heading in ["Refused", "Needs your acknowledgement", "Could not be checked"] {
+        assert!(preview.body.contains(&format!("<h2>{heading}</h2>")), "{heading}: {}", preview.body);
+    }
+    assert!(preview.body.contains("2 message(s): the ticked messages"), "{}", preview.body);
+    assert!(preview.body.contains(&format!("Type the source queue's name, <code>{queue}</code>")), "{}", preview.body);
+    let acks: Vec<String> = preview
+        .body
+        .match_indices("name=\"ack\" value=\"")
+        .map(|(at, _)| preview.body[at + 18..].split('"').next().unwrap().to_string())
+        .collect();
+    let plan_hash = preview.body.split("name=\"plan_hash\" value=\"").nth(1).unwrap().split('"').next().unwrap();
+    // Unarmed, it is refused with the words; armed, it executes and the run's page follows.
+    let base = format!("form_token={token}&plan_hash={plan_hash}");
+    let ack_fields: String = acks.iter().map(|a| format!("&ack={a}")).collect();
+    let unarmed = send(&app, post(&format!("{at}/execute"), Some(&cookie), &format!("{base}{ack_fields}"), &[])).await;
+    assert_eq!(unarmed.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", unarmed.body);
+    assert!(unarmed.body.contains("type the source queue"), "{}", unarmed.body);
+    let armed = format!("{base}{ack_fields}&confirm={}", encoded(&queue));
+    let done = send(&app, post(&format!("{at}/execute"), Some(&cookie), &armed, &[])).await;
+    assert_eq!(
+        (done.status, done.header("location")),
+        (StatusCode::SEE_OTHER, format!("/console/runs/{run}").as_str()),
+        "{}",
+        done.body
+    );
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT action, detail->>'via' FROM audit WHERE actor = $1 AND action IN ('preview', 'execute') ORDER BY id",
+    )
+    .bind(ADMIN)
+    .fetch_all(&world.pool)
+    .await
+    .unwrap();
+    let console = Some("console".to_string());
+    assert!(
+        rows.contains(&("preview".into(), console.clone())) && rows.contains(&("execute".into(), console)),
+        "{rows:?}"
+    );
+    // An operator who may move but send nowhere is offered no transfer.
+    let (cookie, _) = sign_in(&app, "sendless").await;
+    let page = send(&app, get(&messages_page(&queue, ""), Some(&cookie))).await;
+    assert!(!page.body.contains("Transfer ") && !page.body.contains("type=\"checkbox\""), "{}", page.body);
+    sqlx::query("UPDATE transfer_run SET state = 'failed' WHERE id = $1::uuid")
+        .bind(&run)
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    destroy(&queue).await;
+}

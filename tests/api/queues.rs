@@ -10,11 +10,15 @@ use super::{slug, Api};
 use artemis_core::message::{durable_message, PropertyValue};
 use testbed::TestBed;
 
+/// A property (name and value) a hostile producer could send.
+pub const HOSTILE_PROPERTY: (&str, &str) = ("h<i>x</i>", "<script>alert('prop')</script>");
+
 /// A message body a hostile producer could send.
 pub const HOSTILE_BODY: &str = "<script>alert('body')</script><img src=x onerror=alert(3)>";
 
 /// Sends `count` text messages to `queue` on `node`: message `i` has `color` red for even `i` (blue for odd),
-/// `n` = i (a long), and the body `HOSTILE_BODY` for the first, `message <i>` for the rest.
+/// `n` = i (a long), and the body `HOSTILE_BODY` for the first (with a hostile property, `HOSTILE_PROPERTY`),
+/// `message <i>` for the rest.
 pub async fn send_colored(node: &testbed::Node, queue: &str, count: i64) {
     let conn = connect(node).await;
     let session = conn.create_session(artemis_core::SessionOptions::transacted()).await.unwrap();
@@ -27,6 +31,9 @@ pub async fn send_colored(node: &testbed::Node, queue: &str, count: i64) {
         let color = if i % 2 == 0 { "red" } else { "blue" };
         m.headers.properties.insert("color", PropertyValue::String(color.into()));
         m.headers.properties.insert("n", PropertyValue::Long(i));
+        if i == 0 {
+            m.headers.properties.insert(HOSTILE_PROPERTY.0, PropertyValue::String(HOSTILE_PROPERTY.1.into()));
+        }
         producer.send(&m).await.unwrap();
     }
     session.commit().await.unwrap();

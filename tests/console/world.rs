@@ -14,7 +14,7 @@ use uuid::Uuid;
 pub const TOKEN: &str = "console-test-token-0123456789abcdef";
 /// May do anything on every cluster.
 pub const ADMIN: &str = "alice";
-/// May look at every cluster, and nothing more.
+/// May look at every cluster and read its messages, and nothing more: no move, no send.
 pub const READER: &str = "rita";
 /// Sees `east` only: a run from east to west is not theirs to see.
 pub const EAST_ONLY: &str = "eve";
@@ -34,11 +34,21 @@ impl ConsoleWorld {
         let pool = sqlx::postgres::PgPoolOptions::new().max_connections(5).connect(&url).await.unwrap();
         let defaults = artemis_transfer::config::Config::from_sources(None, Vec::new()).unwrap().settings;
         artemis_transfer::jobs::migrate(&pool, &defaults, "test").await.unwrap();
-        for (principal, cluster, permission) in
-            [(ADMIN, "*", "admin"), (READER, "*", "cluster:read"), (EAST_ONLY, "east", "admin")]
-        {
+        ConsoleWorld::on(pool).await
+    }
+
+    /// The console over `pool`, a migrated database (with the test bed's clusters registered, for the Queues and
+    /// Messages pages); the three operators' grants.
+    pub async fn on(pool: PgPool) -> ConsoleWorld {
+        for (principal, cluster, permission) in [
+            (ADMIN, "*", "admin"),
+            (READER, "*", "cluster:read"),
+            (READER, "*", "message:read"),
+            (EAST_ONLY, "east", "admin"),
+        ] {
             sqlx::query(
-                "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, $2, $3, 'test')",
+                "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, $2, $3, 'test') \
+                 ON CONFLICT DO NOTHING",
             )
             .bind(principal)
             .bind(cluster)

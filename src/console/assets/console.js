@@ -68,4 +68,51 @@
   if (!document.hidden) {
     start();
   }
+
+  // The filter box (the Messages page): checked as it is typed by the parser a run uses, through the console's
+  // check route; the verdict is set as text, never as markup. Submitting still checks it on the server.
+  var box = document.querySelector("input[data-check]");
+  var verdict = document.getElementById("filter-verdict");
+  var pending = null;
+  var asked = 0;
+  function check() {
+    var text = box.value;
+    if (text.trim() === "") {
+      verdict.textContent = "";
+      verdict.classList.remove("error", "ok");
+      return;
+    }
+    var mine = ++asked;
+    fetch(box.getAttribute("data-check") + "?filter=" + encodeURIComponent(text),
+          { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (response) { return response.json(); })
+      .then(function (answer) {
+        if (mine !== asked) {
+          return;
+        }
+        verdict.textContent = answer.readable ? "Reads as " + answer.reads_as : answer.error;
+        verdict.classList.toggle("error", !answer.readable);
+        verdict.classList.toggle("ok", answer.readable);
+      })
+      .catch(function () {});
+  }
+  if (box && verdict) {
+    box.addEventListener("input", function () {
+      window.clearTimeout(pending);
+      pending = window.setTimeout(check, 250);
+    });
+  }
+
+  // Copy buttons beside the preview's snippets: shown only where the script runs.
+  document.querySelectorAll("button.copy[data-copy]").forEach(function (button) {
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      var source = document.getElementById(button.getAttribute("data-copy"));
+      if (source && navigator.clipboard) {
+        navigator.clipboard.writeText(source.textContent).then(function () {
+          button.textContent = "Copied";
+        }, function () {});
+      }
+    });
+  });
 })();
