@@ -255,8 +255,9 @@ fn property(name: String, value: &PropertyValue) -> Property {
         PropertyValue::Short(n) => ("short", n.to_string()),
         PropertyValue::Int(n) => ("int", n.to_string()),
         PropertyValue::Long(n) => ("long", n.to_string()),
-        PropertyValue::Float(n) => ("float", n.to_string()),
-        PropertyValue::Double(n) => ("double", n.to_string()),
+        // Debug, not Display: Display writes 1e-300 out as 300 zeros.
+        PropertyValue::Float(n) => ("float", format!("{n:?}")),
+        PropertyValue::Double(n) => ("double", format!("{n:?}")),
         PropertyValue::Char(u) => ("char", char::decode_utf16([*u]).map(|c| c.unwrap_or('\u{FFFD}')).collect()),
         PropertyValue::String(s) => ("string", s.to_string_lossy()),
         PropertyValue::Bytes(b) => {
@@ -290,5 +291,7 @@ mod tests {
         assert_eq!(p.kind, "bytes");
         assert!(p.value.starts_with("abab") && p.value.ends_with("… (70 bytes)"), "{}", p.value);
         assert_eq!(property("c".into(), &PropertyValue::Char(0x41)).value, "A");
+        assert_eq!(property("d".into(), &PropertyValue::Double(3e-300)).value, "3e-300");
+        assert_eq!(property("f".into(), &PropertyValue::Float(1.5)).value, "1.5");
     }
 }

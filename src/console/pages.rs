@@ -263,6 +263,21 @@ pub(super) fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
     encoded.join("&")
 }
 
+/// A path segment, percent-encoded (queue names are anything a producer chose).
+pub fn segment(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The queues page of `cluster`/`node`.
+pub fn queues_href(cluster: &str, node: &str) -> String {
+    format!("/console/clusters/{}/nodes/{}/queues", segment(cluster), segment(node))
+}
+
+/// The messages page of a queue.
+pub fn messages_href(cluster: &str, node: &str, queue: &str) -> String {
+    format!("{}/{}", queues_href(cluster, node), segment(queue))
+}
+
 /// An instant as a page shows it.
 fn when(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S UTC").to_string()

@@ -11,7 +11,7 @@ use axum::Json;
 use chrono::DateTime;
 use serde::Deserialize;
 
-use super::pages::{form_urlencoded, some, Chrome};
+use super::pages::{form_urlencoded, messages_href, queues_href, some, Chrome};
 use super::session::Session;
 use super::transfer::transfer_is_possible;
 use super::{html, ConsoleError, ConsoleState};
@@ -75,21 +75,6 @@ async fn visible_clusters(state: &ConsoleState, operator: &str) -> Result<Vec<Cl
 pub async fn clusters(State(state): State<ConsoleState>, session: Session) -> Result<Response, ConsoleError> {
     let clusters = visible_clusters(&state, &session.operator).await?;
     Ok(html(ClustersPage { chrome: Chrome::of(Some(&session)), clusters }.render()))
-}
-
-/// A path segment, percent-encoded (queue names are anything a producer chose).
-pub fn segment(text: &str) -> String {
-    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
-/// The queues page of `cluster`/`node`.
-pub fn queues_href(cluster: &str, node: &str) -> String {
-    format!("/console/clusters/{}/nodes/{}/queues", segment(cluster), segment(node))
-}
-
-/// The messages page of a queue.
-pub fn messages_href(cluster: &str, node: &str, queue: &str) -> String {
-    format!("{}/{}", queues_href(cluster, node), segment(queue))
 }
 
 /// Query of the queues page.

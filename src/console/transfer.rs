@@ -18,8 +18,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::pages::{visible_run, Chrome};
-use super::queues::{messages_href, segment};
+use super::pages::{messages_href, segment, visible_run, Chrome};
 use super::session::Session;
 use super::{html, store, ConsoleError, ConsoleState};
 use crate::api::ApiError;
