@@ -38,3 +38,22 @@ fn a_request_comes_from_the_console_only_when_the_browser_says_so() {
         assert!(cross_origin(&headers(h)).is_some_and(|why| why.starts_with("refused")), "{h:?}");
     }
 }
+
+#[test]
+fn the_dialog_reads_ticked_ids_as_repeated_or_joined_fields_and_says_what_it_takes() {
+    use super::transfer::Asked;
+    use crate::transfer::Selection;
+
+    let asked =
+        Asked::from_pairs(b"cluster=east&node=east-1&queue=q%3Cx%3E&take=ids&id=7&id=3&ids=3,9&filter=").unwrap();
+    assert_eq!((asked.queue.as_str(), asked.ids.clone()), ("q<x>", vec![3, 7, 9]), "decoded, sorted, each once");
+    assert_eq!(asked.selection(), Ok(Selection::Ids(vec![3, 7, 9])));
+    for bad in [&b"id=0"[..], b"id=x", b"ids=4,-1"] {
+        assert_eq!(Asked::from_pairs(bad).unwrap_err().status, axum::http::StatusCode::BAD_REQUEST);
+    }
+    let none = Asked::from_pairs(b"take=ids").unwrap();
+    assert!(none.selection().unwrap_err().starts_with("Tick at least one message"));
+    let filter = Asked::from_pairs(b"take=filter&filter=color%20%3D").unwrap();
+    assert!(filter.selection().unwrap_err().starts_with("the filter cannot be read at position 8"));
+    assert_eq!(Asked::from_pairs(b"take=all").unwrap().selection(), Ok(Selection::All));
+}

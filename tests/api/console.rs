@@ -408,7 +408,7 @@ async fn queue_names_properties_and_bodies_are_shown_as_text_and_a_bad_filter_is
 
 #[tokio::test]
 async fn an_operator_who_may_only_read_gets_no_transfer_button_and_a_refused_dialog() {
-    let (_world, app, queue) = console_beside_a_queue("console_reader_msgs", "", 2).await;
+    let (world, app, queue) = console_beside_a_queue("console_reader_msgs", "", 2).await;
     let (cookie, token) = sign_in(&app, READER).await;
     let page = send(&app, get(&messages_page(&queue, ""), Some(&cookie))).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
@@ -422,8 +422,7 @@ async fn an_operator_who_may_only_read_gets_no_transfer_button_and_a_refused_dia
     );
     let posted = send(&app, post("/console/transfer/preview", Some(&cookie), &form, &[])).await;
     assert_eq!(posted.status, StatusCode::FORBIDDEN, "{}", posted.body);
-    let (previews,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM transfer_run").fetch_one(&_world.pool).await.unwrap();
+    let (previews,): (i64,) = sqlx::query_as("SELECT count(*) FROM transfer_run").fetch_one(&world.pool).await.unwrap();
     assert_eq!(previews, 0, "nothing was previewed");
     destroy(&queue).await;
 }
