@@ -69,10 +69,13 @@ pub async fn relay(
     config: &RelayConfig,
     spool: &Spool,
 ) -> Result<Outcome, RelayError> {
-    if let Some(revoked) = crate::transfer::permissions::stop_if_revoked(ctx).await? {
+    // The grants re-checked beside the reads of the settings and the run: three round trips at once.
+    let (revoked, loaded) =
+        tokio::join!(crate::transfer::permissions::stop_if_revoked(ctx), Batch::load(h, ctx, config, spool));
+    if let Some(revoked) = revoked? {
         return Ok(revoked);
     }
-    let mut b = Batch::load(h, ctx, config, spool).await?;
+    let mut b = loaded?;
     Ok(match pipeline::batch(&mut b).await? {
         ControlFlow::Continue(committed) => Outcome::Committed(committed),
         ControlFlow::Break(outcome) => outcome,
@@ -253,8 +256,8 @@ impl<'a> Batch<'a> {
     ) -> Result<Batch<'a>, RelayError> {
         let started = Utc::now();
         let laps = Laps::start();
-        let settings = load_settings(ctx).await?;
-        let run = load(ctx).await?;
+        let (settings, run) = tokio::join!(load_settings(ctx), load(ctx));
+        let (settings, run) = (settings?, run?);
         let Some(staging_queue) = run.staging_queue.clone() else {
             return Err(RelayError::refused(
                 Code::NotThisRun,
