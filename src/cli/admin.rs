@@ -2,13 +2,12 @@
 //! each action with who/what/when/outcome), print the result as text or JSON lines.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
 use sqlx::PgPool;
 
-use crate::cli::CliError;
+use crate::cli::{CliError, Exit};
 use crate::jobs::admin::{self, Actor, RequeueTarget};
 use crate::jobs::model::{JobId, JobRow, JobState, RunId};
 use crate::transfer::audit::{audit_entry, AuditEntry};
@@ -72,11 +71,9 @@ pub enum AdminCommand {
 }
 
 /// Runs an admin action and prints its result.
-pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
+pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<Exit, CliError> {
     let actor = Actor(actor(args.actor, std::env::var("ARTEMIS_TRANSFER_OPERATOR").ok()));
-    if let Some(refused) = authorise_admin(pool, &actor.0, &args.command).await? {
-        return Ok(refused);
-    }
+    authorise_admin(pool, &actor.0, &args.command).await?;
     let mut out = super::terminal::stdout();
     let json = args.json;
     match args.command {
@@ -124,7 +121,7 @@ pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<ExitCode, CliError> {
             )?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// Who acts: the name given (`--actor`/`--as` or ARTEMIS_TRANSFER_ACTOR), else `operator_env`
@@ -186,9 +183,9 @@ fn parse_state(s: &str) -> Result<JobState, String> {
 pub use crate::jobs::settings::parse_duration;
 
 /// Checks that `actor` may run the admin command (docs/permissions.md: an admin grant): admin on the clusters of the run it
-/// concerns, or on `*` for commands over the whole job queue. `Some(exit code)` when refused — the refusal printed
-/// and audited under the command's own action name, as the command would have been.
-pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand) -> Result<Option<ExitCode>, CliError> {
+/// concerns, or on `*` for commands over the whole job queue. A refusal is audited under the command's own action
+/// name, as the command would have been, and comes back as [`CliError::Refused`].
+pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand) -> Result<(), CliError> {
     let job_run = |job: JobId| async move {
         Ok::<_, CliError>(crate::jobs::store::job::job_get(pool, job).await?.map(|row| row.run_id.0))
     };
@@ -206,7 +203,7 @@ pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand)
         AdminCommand::Prune { .. } => (crate::jobs::prune::AUDIT_ACTION, "retention".to_string(), None),
     };
     match permissions::require_admin_of(pool, actor, run).await {
-        Ok(()) => Ok(None),
+        Ok(()) => Ok(()),
         Err(PermissionError::Missing(missing)) => {
             let entry = AuditEntry {
                 actor,
@@ -219,8 +216,7 @@ pub async fn authorise_admin(pool: &PgPool, actor: &str, command: &AdminCommand)
                 target_cluster: None,
             };
             audit_entry(pool, &entry).await.map_err(CliError::Db)?;
-            eprintln!("refused: {}", super::terminal::shown(&missing.to_string()));
-            Ok(Some(ExitCode::from(2)))
+            Err(CliError::Refused(missing.to_string()))
         }
         Err(e) => Err(e.into()),
     }

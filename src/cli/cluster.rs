@@ -11,15 +11,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::cli::grant::{authorise_admin_on, operator, Authorised};
-use crate::cli::CliError;
+use crate::cli::grant::{authorise_admin_on, operator};
+use crate::cli::{CliError, Exit};
 use crate::registry::discover::{conventional_jolokia_url_over, discover, Seed};
 use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
 use crate::transfer::audit::{audit_entry, AuditEntry};
@@ -99,17 +98,14 @@ pub enum ClusterCommand {
 }
 
 /// Runs a registry action and prints its result.
-pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError> {
+pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match args.command {
         ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia, operator: named } => {
             let by = operator(named)?;
             let target = format!("cluster:{name}");
             let asked = json!({ "core_url": core_url, "credentials_ref": credentials_ref });
-            let bootstrap = match authorise_admin_on(pool, &by, &name, "cluster.add", target, asked.clone()).await? {
-                Authorised::Allowed { bootstrap } => bootstrap,
-                Authorised::Refused(code) => return Ok(code),
-            };
+            let bootstrap = authorise_admin_on(pool, &by, &name, "cluster.add", target, asked.clone()).await?;
             let added = async {
                 let credentials = Credentials::from_env(&credentials_ref)?;
                 let seed = seed(&core_url, jolokia_url, member_jolokia)?;
@@ -186,10 +182,7 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError>
         ClusterCommand::Remove { name, operator: named } => {
             let by = operator(named)?;
             let target = format!("cluster:{name}");
-            let bootstrap = match authorise_admin_on(pool, &by, &name, "cluster.remove", target, json!({})).await? {
-                Authorised::Allowed { bootstrap } => bootstrap,
-                Authorised::Refused(code) => return Ok(code),
-            };
+            let bootstrap = authorise_admin_on(pool, &by, &name, "cluster.remove", target, json!({})).await?;
             let removed = match store::remove(pool, &name).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(RegistryError::NotFound(format!("no cluster named {name} is registered"))),
@@ -199,7 +192,7 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<ExitCode, CliError>
             writeln!(out, "Removed cluster {name} and its nodes.").map_err(CliError::Output)?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// Writes the audit row of a registry change on `cluster` by `actor` and passes its result on. The registry saying

@@ -8,12 +8,11 @@
 //! [`authorise_admin_on`] for `cluster add|remove` and `settings set`).
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use sqlx::PgPool;
 
-use crate::cli::CliError;
+use crate::cli::{CliError, Exit};
 use crate::transfer::permissions::{self, Bootstrap, Grant, GrantError, Permission, PermissionError};
 
 /// The operator a command acts for: the one named (`--as` or `ARTEMIS_TRANSFER_OPERATOR`), else `$USER`. Never a
@@ -79,22 +78,12 @@ pub enum GrantCommand {
     },
 }
 
-/// What [`authorise_admin_on`] decided.
-#[derive(Debug)]
-pub enum Authorised {
-    /// Go on; `bootstrap` when only because nobody holds `admin` on `*` yet (worth recording in the audit row).
-    Allowed {
-        /// Allowed by the bootstrap rule, not by a grant.
-        bootstrap: bool,
-    },
-    /// Refused: printed and audited already; exit with this code.
-    Refused(ExitCode),
-}
-
 /// Checks that `actor` may run an admin command that changes `cluster` (`*`: the whole deployment, as settings do):
 /// `admin` on it or on `*`, or anybody while nobody holds `admin` on `*` (the bootstrap rule of `grant add`, see
-/// [`permissions::require_admin_or_bootstrap`]). A refusal is printed (`refused: <words>`) and audited under the
-/// command's own `action` and `target`, with `detail` and the refusal's words, as the command would have been.
+/// [`permissions::require_admin_or_bootstrap`]). A refusal is audited under the command's own `action` and
+/// `target`, with `detail` and the refusal's words, as the command would have been, and comes back as
+/// [`CliError::Refused`]. `Ok(true)`: allowed only because nobody holds `admin` on `*` yet (worth recording in the
+/// audit row).
 pub async fn authorise_admin_on(
     pool: &PgPool,
     actor: &str,
@@ -102,13 +91,10 @@ pub async fn authorise_admin_on(
     action: &str,
     target: String,
     detail: serde_json::Value,
-) -> Result<Authorised, CliError> {
+) -> Result<bool, CliError> {
     match permissions::require_admin_audited(pool, actor, cluster, Bootstrap::Allowed, action, target, detail).await {
-        Ok(bootstrap) => Ok(Authorised::Allowed { bootstrap }),
-        Err(PermissionError::Missing(missing)) => {
-            eprintln!("refused: {}", super::terminal::shown(&missing.to_string()));
-            Ok(Authorised::Refused(ExitCode::from(2)))
-        }
+        Ok(bootstrap) => Ok(bootstrap),
+        Err(PermissionError::Missing(missing)) => Err(CliError::Refused(missing.to_string())),
         Err(e) => Err(e.into()),
     }
 }
@@ -117,13 +103,17 @@ fn parse_permission(s: &str) -> Result<Permission, String> {
     s.parse()
 }
 
-fn refused(e: GrantError) -> Result<ExitCode, CliError> {
-    eprintln!("refused: {}", super::terminal::shown(&e.to_string()));
-    Ok(ExitCode::from(2))
+/// A grant change or listing that failed: refused when the caller may not, or the grant is no grant; a failure when
+/// the database is.
+fn refused(e: GrantError) -> CliError {
+    match e {
+        GrantError::Db(e) | GrantError::Permission(PermissionError::Db(e)) => CliError::Db(e),
+        other => CliError::Refused(other.to_string()),
+    }
 }
 
 /// Runs a grant action and prints its result.
-pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<ExitCode, CliError> {
+pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<Exit, CliError> {
     let by = operator(args.operator)?;
     let mut out = super::terminal::stdout();
     match args.command {
@@ -135,7 +125,7 @@ pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<ExitCode, CliError> {
                     writeln!(out, "{words}: {} holds {} on {}", grant.principal, grant.permission, grant.cluster)
                         .map_err(CliError::Output)?;
                 }
-                Err(e) => return refused(e),
+                Err(e) => return Err(refused(e)),
             }
         }
         GrantCommand::Remove { principal, cluster, permission } => {
@@ -149,13 +139,13 @@ pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<ExitCode, CliError> {
                 .map_err(CliError::Output)?,
                 Ok(false) => writeln!(out, "{} held no {} on {}", grant.principal, grant.permission, grant.cluster)
                     .map_err(CliError::Output)?,
-                Err(e) => return refused(e),
+                Err(e) => return Err(refused(e)),
             }
         }
         GrantCommand::List { principal, cluster, json } => {
             let rows = match permissions::list(pool, &by, principal.as_deref(), cluster.as_deref()).await {
                 Ok(rows) => rows,
-                Err(e) => return refused(e),
+                Err(e) => return Err(refused(e)),
             };
             if json {
                 let text = serde_json::to_string_pretty(&rows).unwrap_or_default();
@@ -180,7 +170,7 @@ pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 #[cfg(test)]

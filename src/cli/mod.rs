@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod exit;
 pub mod grant;
 pub mod orphans;
 pub mod preview;
@@ -12,7 +13,6 @@ pub mod settings;
 pub mod terminal;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,16 +23,11 @@ use sqlx::PgPool;
 use crate::config::{Config, ConfigError};
 use crate::jobs::runtime::ClaimConfig;
 use crate::worker::{self, WorkerOptions};
+pub use exit::Exit;
 
 /// artemis-transfer: moves or copies selected messages between Artemis brokers, once, as a durable run.
 #[derive(Debug, Parser)]
-#[command(
-    name = "artemis-transfer",
-    version,
-    after_help = "Exit status: 0 done; 1 failed (the database, a broker, the configuration); 2 a malformed command \
-                  line, or the action refused; 3 done, but not as hoped (a preview that refuses the run, a run that \
-                  ended without succeeding, nodes that could not be checked). Conventions: docs/cli.md."
-)]
+#[command(name = "artemis-transfer", version)]
 pub struct Cli {
     /// A TOML file laid over the built-in defaults (config/default.toml).
     #[arg(long, global = true, env = "ARTEMIS_TRANSFER_CONFIG")]
@@ -177,6 +172,16 @@ pub enum CliError {
     /// The database was not brought up by this build's `migrate`: the words say what to run.
     #[error("{0}")]
     NotMigrated(String),
+    /// An action on a run that failed for a reason of the database's (not a refusal: those are [`CliError::Refused`]).
+    #[error(transparent)]
+    Action(crate::transfer::actions::ActionError),
+    /// Listing or returning orphans.
+    #[error(transparent)]
+    Orphans(#[from] crate::transfer::orphans::OrphanError),
+    /// The product said no (a missing grant, a confirmation not given, an unknown run…): the words say why and
+    /// what to do, already in the command line's terms.
+    #[error("{0}")]
+    Refused(String),
     /// The API's TLS certificate or key.
     #[error(transparent)]
     Tls(#[from] crate::api::tls::TlsError),
@@ -201,6 +206,37 @@ pub enum CliError {
     },
 }
 
+impl CliError {
+    /// How a command that failed so ends: a refusal of the product's (a missing grant, an unknown run, cluster or
+    /// node, a registration that conflicts) is [`Exit::Refused`], a command naming no operator [`Exit::Usage`],
+    /// anything else [`Exit::Failure`].
+    pub fn exit(&self) -> Exit {
+        use crate::registry::RegistryError;
+        use crate::transfer::service::ServiceError;
+        let refused = match self {
+            CliError::Refused(_) => true,
+            CliError::NoOperator(_) => return Exit::Usage,
+            CliError::Permission(e) | CliError::Preview(ServiceError::Permission(e)) => e.is_refusal(),
+            CliError::View(crate::transfer::view::ViewError::NotFound(_)) => true,
+            CliError::Orphans(e) => e.is_refusal(),
+            CliError::Registry(e) | CliError::Preview(ServiceError::Registry(e)) => {
+                matches!(e, RegistryError::NotFound(_) | RegistryError::Conflict(_))
+            }
+            _ => false,
+        };
+        if refused {
+            Exit::Refused
+        } else {
+            Exit::Failure
+        }
+    }
+}
+
+/// The command line as `main` parses it: [`Cli`]'s, each `--help` ending with the exit status ([`exit`]).
+pub fn command() -> clap::Command {
+    exit::with_exit_status(<Cli as clap::CommandFactory>::command())
+}
+
 /// Sets up logging to stderr.
 pub fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
@@ -215,14 +251,14 @@ pub fn init_tracing(format: LogFormat) {
 }
 
 /// Runs the command.
-pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
+pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     let config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Migrate => {
             let pool = connect(&config, 2).await?;
             crate::jobs::migrate(&pool, &config.settings, "artemis-transfer migrate").await?;
             tracing::info!("the database is up to date");
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Success)
         }
         Command::Worker(args) => {
             let concurrency = args.concurrency.unwrap_or(config.worker.concurrency).max(1);
@@ -253,7 +289,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
             let registry = worker::transfer_registry(&pool, relay)?;
             let _pruner = worker::spawn_pruner(pool.clone(), options.claim.owner.clone(), config.retention());
             worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Success)
         }
         Command::Serve(args) => serve(&config, args).await,
         Command::Admin(args) => {
@@ -287,7 +323,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
 }
 
 /// `serve`: the HTTP API until SIGTERM (or Ctrl-C); requests in flight are answered first.
-async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
+async fn serve(config: &Config, args: ServeArgs) -> Result<Exit, CliError> {
     let source = crate::api::tokens::TokenSource::from_env()?;
     let tokens = std::sync::Arc::new(crate::api::LiveTokens::new(source.load()?));
     let metrics_token = crate::api::ServiceTokens::metrics_from_env()?.map(std::sync::Arc::new);
@@ -330,7 +366,7 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<ExitCode, CliError> {
     })
     .await
     .map_err(|source| CliError::Serve { addr, source })?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// The TLS configuration of `serve` (`None`: plain HTTP): each option from the command line, else from the
@@ -418,16 +454,35 @@ mod tests {
         }
     }
 
+    /// Every `--help`, short and long, of the binary and of each command, ends with the one exit table.
     #[test]
-    fn the_help_says_the_exit_status() {
-        let help = Cli::command().render_long_help().to_string();
-        assert!(help.contains("Exit status: 0 done; 1 failed") && help.contains("docs/cli.md"), "{help}");
+    fn every_help_says_the_exit_status() {
+        let mut helps = Vec::new();
+        every_help(&mut command(), &mut helps);
+        let mut short = Vec::new();
+        every_short_help(&mut command(), &mut short);
+        assert!(helps.len() > 20, "{}", helps.len());
+        // clap's own `help` subcommands print the help of the command they name.
+        for (name, help) in helps.iter().chain(&short).filter(|(name, _)| name != "help") {
+            assert!(help.trim_end().ends_with(exit::Exit::help().lines().last().unwrap()), "`{name}`:\n{help}");
+            for e in exit::Exit::ALL {
+                let line = format!("  {}  {}: {}", e.code(), e.name(), e.means());
+                assert!(help.contains(&line), "`{name} --help` lacks {line:?}:\n{help}");
+            }
+        }
+    }
+
+    fn every_short_help(command: &mut clap::Command, into: &mut Vec<(String, String)>) {
+        into.push((command.get_name().to_owned(), command.render_help().to_string()));
+        for sub in command.get_subcommands_mut() {
+            every_short_help(sub, into);
+        }
     }
 
     #[test]
     fn help_points_to_the_repositorys_docs_never_to_the_spec() {
         let mut helps = Vec::new();
-        every_help(&mut Cli::command(), &mut helps);
+        every_help(&mut command(), &mut helps);
         assert!(helps.len() > 20, "{}", helps.len());
         for (name, help) in helps {
             for outside in ["SPEC", "shared/design"] {

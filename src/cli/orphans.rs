@@ -3,13 +3,12 @@
 //! [`crate::transfer::orphans`]; this module parses and prints.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Subcommand;
 use sqlx::PgPool;
 
-use super::{error_chain, CliError};
+use super::{CliError, Exit};
 use crate::broker::permits::PermitSource;
 use crate::limiter::PgPermits;
 use crate::transfer::orphans::{self, ReturnRequest};
@@ -39,7 +38,8 @@ pub enum OrphansCommand {
     /// queue given by --to; then remove the empty staging queue and its address settings.
     Return {
         /// The orphan as `cluster/node/studio.transfer.<uuid>`.
-        orphan: String,
+        #[arg(value_name = "CLUSTER/NODE/QUEUE", value_parser = parse_orphan)]
+        orphan: OrphanName,
         /// A queue on the same node for messages that carry no original queue.
         #[arg(long)]
         to: Option<String>,
@@ -56,18 +56,12 @@ pub enum OrphansCommand {
 pub use crate::transfer::orphans::RETURN_WARNING;
 
 /// Runs `orphans …`.
-pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError> {
+pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<Exit, CliError> {
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
     match args.command {
         OrphansCommand::List { json, operator } => {
             let operator = super::grant::operator(operator)?;
-            let found = match orphans::list(pool, Some(permits), &operator).await {
-                Ok(found) => found,
-                Err(e) => {
-                    eprintln!("error: {}", super::terminal::shown(&error_chain(&e)));
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
+            let found = orphans::list(pool, Some(permits), &operator).await?;
             let mut out = super::terminal::stdout();
             if json {
                 let text = serde_json::to_string_pretty(&found).expect("orphans serialise");
@@ -84,28 +78,19 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
                         .map_err(CliError::Output)?;
                 }
             }
-            Ok(if found.unchecked.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+            Ok(if found.unchecked.is_empty() { Exit::Success } else { Exit::NotAsHoped })
         }
         OrphansCommand::Return { orphan, to, confirm, operator } => {
             let operator = super::grant::operator(operator)?;
-            let Some((cluster, node, queue)) = split_orphan(&orphan) else {
-                eprintln!(
-                    "refused: name the orphan as cluster/node/studio.transfer.<uuid>, not `{}`",
-                    super::terminal::shown(&orphan.to_string())
-                );
-                return Ok(ExitCode::from(2));
-            };
-            if confirm.as_deref() != Some(queue) {
+            let OrphanName { cluster, node, queue } = orphan;
+            let orphan = format!("{cluster}/{node}/{queue}");
+            if confirm.as_deref() != Some(queue.as_str()) {
                 eprintln!("{RETURN_WARNING}");
-                eprintln!(
-                    "to return {}, type the staging queue's name: --confirm {}",
-                    super::terminal::shown(&orphan.to_string()),
-                    super::terminal::shown(queue)
-                );
-                return Ok(ExitCode::from(2));
+                return Err(CliError::Refused(format!(
+                    "to return {orphan}, type the staging queue's name: --confirm {queue}"
+                )));
             }
-            let request =
-                ReturnRequest { cluster: cluster.into(), node: node.into(), queue: queue.into(), to, operator };
+            let request = ReturnRequest { cluster, node, queue, to, operator };
             match orphans::return_orphan(pool, Some(permits), &request).await {
                 Ok(done) => {
                     let mut out = super::terminal::stdout();
@@ -119,26 +104,34 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<ExitCode, CliError>
                         writeln!(out, "  {} without an original queue to {named}", done.to_named)
                             .map_err(CliError::Output)?;
                     }
-                    Ok(ExitCode::SUCCESS)
+                    Ok(Exit::Success)
                 }
-                Err(e) if e.is_refusal() => {
-                    eprintln!("refused: {}", super::terminal::shown(&e.to_string()));
-                    Ok(ExitCode::from(2))
-                }
-                Err(e) => {
-                    eprintln!("error: {}", super::terminal::shown(&error_chain(&e)));
-                    Ok(ExitCode::FAILURE)
-                }
+                Err(e) => Err(e.into()),
             }
         }
     }
 }
 
-/// `cluster/node/queue` → its parts (the queue may itself contain `/`).
-fn split_orphan(s: &str) -> Option<(&str, &str, &str)> {
-    let (cluster, rest) = s.split_once('/')?;
-    let (node, queue) = rest.split_once('/')?;
-    (!cluster.is_empty() && !node.is_empty() && !queue.is_empty()).then_some((cluster, node, queue))
+/// An orphan as `orphans return` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanName {
+    /// The registered cluster.
+    pub cluster: String,
+    /// Its node.
+    pub node: String,
+    /// The staging queue (it may itself contain `/`).
+    pub queue: String,
+}
+
+/// `cluster/node/queue` → its parts, else what the shape is (a malformed command line).
+fn parse_orphan(s: &str) -> Result<OrphanName, String> {
+    let parts = s.split_once('/').and_then(|(cluster, rest)| Some((cluster, rest.split_once('/')?)));
+    match parts {
+        Some((cluster, (node, queue))) if !cluster.is_empty() && !node.is_empty() && !queue.is_empty() => {
+            Ok(OrphanName { cluster: cluster.into(), node: node.into(), queue: queue.into() })
+        }
+        _ => Err(format!("name the orphan as cluster/node/studio.transfer.<uuid>, not {s:?}")),
+    }
 }
 
 /// The words of a listing that found no orphan, when `unchecked` nodes could not be asked: "none" only when every
@@ -159,10 +152,11 @@ mod tests {
 
     #[test]
     fn orphans_are_named_cluster_node_queue() {
-        assert_eq!(split_orphan("east/east-1/studio.transfer.x"), Some(("east", "east-1", "studio.transfer.x")));
-        assert_eq!(split_orphan("east/east-1"), None);
-        assert_eq!(split_orphan("/east-1/q"), None);
-        assert_eq!(split_orphan("east/n/a/b"), Some(("east", "n", "a/b")));
+        let name = |c: &str, n: &str, q: &str| OrphanName { cluster: c.into(), node: n.into(), queue: q.into() };
+        assert_eq!(parse_orphan("east/east-1/studio.transfer.x"), Ok(name("east", "east-1", "studio.transfer.x")));
+        assert!(parse_orphan("east/east-1").unwrap_err().contains("cluster/node/studio.transfer.<uuid>"));
+        assert!(parse_orphan("/east-1/q").is_err());
+        assert_eq!(parse_orphan("east/n/a/b"), Ok(name("east", "n", "a/b")));
     }
 
     #[test]

@@ -2,13 +2,12 @@
 //! `execute` can start (by echoing its plan hash) until it expires. Nothing is changed on any broker.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::cli::CliError;
+use crate::cli::{CliError, Exit};
 use crate::jobs::settings;
 use crate::transfer::retry::preview_retry_and_store;
 use crate::transfer::service::{preview_and_store, PreviewRequest, StoredPreview};
@@ -17,18 +16,14 @@ use crate::transfer::{Finding, Kind, Mode, PreviewSettings, QueueRef, Selection}
 /// How long a preview may be executed (docs/guarantees.md, "Before anything moves").
 const VALID_FOR: Duration = Duration::from_secs(600);
 
-/// The exit code of a preview that was made and stored but refuses the run (distinct from 1, an error).
-pub const EXIT_REFUSED: u8 = 3;
-
 /// `preview` options.
 #[derive(Debug, clap::Args)]
 #[command(
     group(clap::ArgGroup::new("selection").required(true).args(["ids", "filter", "all"])),
     group(clap::ArgGroup::new("destination").required(true).args(["to", "to_original_queues"])),
-    after_help = "Exit status: 0 when the preview was stored and nothing refuses the run (it may still need \
-                  acknowledgements, and some facts may be unknown); 3 when the preview was stored but refuses \
-                  the run; 1 when no preview could be made (an unknown cluster, node or credentials, or the \
-                  database); 2 for a malformed command line."
+    after_help = "A preview is stored whatever it finds: it exits 0 when nothing refuses the run (it may still \
+                  need acknowledgements, and some facts may be unknown), 3 when the source's or the target's node \
+                  did not answer, 4 when a finding refuses the run."
 )]
 pub struct PreviewArgs {
     /// The source queue, as `cluster/node/queue` (the queue on the anycast address of the same name).
@@ -78,7 +73,7 @@ pub fn parse_queue_ref(s: &str) -> Result<QueueRef, String> {
 }
 
 /// Makes the preview, stores it, and prints it.
-pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<ExitCode, CliError> {
+pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<Exit, CliError> {
     let selection = match (args.ids, args.filter, args.all) {
         (Some(ids), _, _) => Selection::Ids(ids),
         (_, Some(filter), _) => Selection::Filter(filter),
@@ -105,7 +100,21 @@ pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<ExitCode, CliError>
     } else {
         out.write_all(render(&stored, Utc::now()).as_bytes()).map_err(CliError::Output)?;
     }
-    Ok(if stored.preview.can_start() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_REFUSED) })
+    Ok(exit_of(&stored.preview))
+}
+
+/// How a stored preview ends: refused when a finding refuses the run; not as hoped when a node it needed did not
+/// answer (what it would have found there is unknown); else success.
+fn exit_of(preview: &crate::transfer::Preview) -> Exit {
+    use crate::transfer::target_rules::table::{SOURCE_UNREACHABLE, TARGET_UNREACHABLE};
+    let unanswered = [SOURCE_UNREACHABLE.code, TARGET_UNREACHABLE.code];
+    if !preview.can_start() {
+        Exit::Refused
+    } else if preview.findings.iter().any(|f| unanswered.contains(&f.code)) {
+        Exit::NotAsHoped
+    } else {
+        Exit::Success
+    }
 }
 
 fn time(t: DateTime<Utc>) -> String {

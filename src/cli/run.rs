@@ -2,13 +2,12 @@
 //! they follow it. The checks and the audit are in [`crate::transfer::actions`]; this module parses and prints.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::CliError;
+use super::{CliError, Exit};
 use crate::jobs::runs;
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, ActionError, Confirmation, Remedy};
@@ -111,9 +110,12 @@ pub struct WatchArgs {
     pub every: f64,
 }
 
-fn refused(e: ActionError) -> Result<ExitCode, CliError> {
-    eprintln!("refused: {}", super::terminal::shown(&refusal_words(&e)));
-    Ok(ExitCode::from(2))
+/// An action that was not done: refused, in the command line's words; or a failure of the database.
+fn not_done(e: ActionError) -> CliError {
+    match e {
+        ActionError::Db(_) | ActionError::Jobs(_) | ActionError::Database { .. } => CliError::Action(e),
+        refusal => CliError::Refused(refusal_words(&refusal)),
+    }
 }
 
 /// The words of a refused action on the command line: what is missing, named by the flag that gives it.
@@ -126,7 +128,7 @@ pub fn refusal_words(e: &ActionError) -> String {
 }
 
 /// `execute`.
-pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Result<Exit, CliError> {
     let confirm = Confirmation {
         plan_hash: args.plan_hash,
         acknowledged: args.acks,
@@ -148,14 +150,14 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
                 return watch(pool, WatchArgs { run: args.run, every: 1.0 }).await;
             }
             println!("follow it with: artemis-transfer watch {}", args.run);
-            Ok(ExitCode::SUCCESS)
+            Ok(Exit::Success)
         }
-        Err(e) => refused(e),
+        Err(e) => Err(not_done(e)),
     }
 }
 
 /// `stop`.
-pub async fn stop(pool: &PgPool, args: StopArgs) -> Result<ExitCode, CliError> {
+pub async fn stop(pool: &PgPool, args: StopArgs) -> Result<Exit, CliError> {
     let operator = super::grant::operator(args.operator)?;
     match actions::stop(pool, args.run, &args.reason, &operator).await {
         Ok(runs::StopRequest::Stopped) => println!("run {} stopped", args.run),
@@ -163,23 +165,23 @@ pub async fn stop(pool: &PgPool, args: StopArgs) -> Result<ExitCode, CliError> {
             println!("run {}: stop requested; the batch in flight finishes first", args.run)
         }
         Ok(runs::StopRequest::AlreadyEnded(state)) => println!("run {} had already ended: {state}", args.run),
-        Err(e) => return refused(e),
+        Err(e) => return Err(not_done(e)),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// `resume`.
-pub async fn resume(pool: &PgPool, args: ResumeArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+pub async fn resume(pool: &PgPool, args: ResumeArgs, max_attempts: i32) -> Result<Exit, CliError> {
     let operator = super::grant::operator(args.operator)?;
     match actions::resume(pool, args.run, &operator, max_attempts).await {
         Ok(_) => println!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run),
-        Err(e) => return refused(e),
+        Err(e) => return Err(not_done(e)),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// `return`: says what a return does, and needs the source queue's name typed.
-pub async fn return_to_source(pool: &PgPool, args: ReturnArgs, max_attempts: i32) -> Result<ExitCode, CliError> {
+pub async fn return_to_source(pool: &PgPool, args: ReturnArgs, max_attempts: i32) -> Result<Exit, CliError> {
     let operator = super::grant::operator(args.operator.clone())?;
     // A run whose clusters the operator may not see is not found, as by the action itself.
     let record = match view::visible(pool, args.run, &operator).await.map_err(CliError::Db)? {
@@ -187,23 +189,21 @@ pub async fn return_to_source(pool: &PgPool, args: ReturnArgs, max_attempts: i32
         false => None,
     };
     let Some(record) = record else {
-        return refused(ActionError::NotFound(args.run));
+        return Err(not_done(ActionError::NotFound(args.run)));
     };
     let (state, source) = (record.state, record.source_queue.unwrap_or_default());
     if args.confirm.as_deref() != Some(source.as_str()) {
         eprintln!("{}", actions::RETURN_WARNING);
-        eprintln!(
-            "run {} is {state}; to return what it holds in staging, type the source queue's name: --confirm {}",
+        return Err(CliError::Refused(format!(
+            "run {} is {state}; to return what it holds in staging, type the source queue's name: --confirm {source}",
             args.run,
-            super::terminal::shown(&source)
-        );
-        return Ok(ExitCode::from(2));
+        )));
     }
     match actions::return_to_source(pool, args.run, &operator, max_attempts).await {
         Ok(_) => println!("run {} is returning; follow it with: artemis-transfer watch {}", args.run, args.run),
-        Err(e) => return refused(e),
+        Err(e) => return Err(not_done(e)),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunRecord, CliError> {
@@ -211,7 +211,7 @@ async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunRecord, CliError> {
 }
 
 /// `runs list|show`.
-pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliError> {
+pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match command {
         RunsCommand::List { limit, json } => {
@@ -220,7 +220,7 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
             if json {
                 serde_json::to_writer_pretty(&mut out, &lines).map_err(|e| CliError::Output(e.into()))?;
                 writeln!(out).map_err(CliError::Output)?;
-                return Ok(ExitCode::SUCCESS);
+                return Ok(Exit::Success);
             }
             writeln!(out, "{:<36}  {:<19}  {:<4}  {:>15}  FROM → TO", "RUN", "STATE", "MODE", "DELIVERED")
                 .map_err(CliError::Output)?;
@@ -245,12 +245,12 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<ExitCode, CliEr
             if json {
                 serde_json::to_writer_pretty(&mut out, &view).map_err(|e| CliError::Output(e.into()))?;
                 writeln!(out).map_err(CliError::Output)?;
-                return Ok(ExitCode::SUCCESS);
+                return Ok(Exit::Success);
             }
             write!(out, "{}", show(&view)).map_err(CliError::Output)?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// A run's state as a list or a view shows it: a Previewed run its preview refused says so.
@@ -366,7 +366,7 @@ fn progress_line(state: &str, c: &Counters, rate: f64) -> String {
 }
 
 /// `watch`: a progress bar refreshed until the run ends, then the run's summary.
-pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError> {
+pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<Exit, CliError> {
     let every = Duration::from_secs_f64(args.every.max(0.1));
     let mut last: Option<(Instant, i64)> = None;
     let mut rate = 0.0f64;
@@ -409,7 +409,7 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<ExitCode, CliError>
             runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
             // An end nothing proved is no success to a script that waits on it.
             let ok = line.state.is_final() && line.state != RunState::Unproven;
-            return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(3) });
+            return Ok(if ok { Exit::Success } else { Exit::NotAsHoped });
         }
         tokio::time::sleep(every).await;
     }

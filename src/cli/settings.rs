@@ -12,19 +12,18 @@
 //!
 //! Settings are deployment-wide, so a change is an admin command (docs/permissions.md): it needs `admin` on `*`, or nobody
 //! holding `admin` on `*` yet (the bootstrap of a fresh database, as for `grant add`). A refusal is audited as
-//! `settings.set` with outcome `refused` and exits 2. Who changes is named as for `admin …` (`--actor`, also
+//! `settings.set` with outcome `refused` and exits 4 (refused). Who changes is named as for `admin …` (`--actor`, also
 //! `--as`/`--operator`, or ARTEMIS_TRANSFER_ACTOR); with neither, the operator every other command acts for
 //! (ARTEMIS_TRANSFER_OPERATOR), else `$USER@host` as before. That one name is both checked and audited.
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use sqlx::PgPool;
 
 use crate::cli::admin::actor;
-use crate::cli::grant::{authorise_admin_on, Authorised};
-use crate::cli::CliError;
+use crate::cli::grant::authorise_admin_on;
+use crate::cli::{CliError, Exit};
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed, KEYS};
 use crate::jobs::store::record::SettingRow;
@@ -64,7 +63,7 @@ pub enum SettingsCommand {
 }
 
 /// Runs a `settings` action and prints its result.
-pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError> {
+pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match args.command.unwrap_or(SettingsCommand::Show) {
         SettingsCommand::Show => {
@@ -76,17 +75,13 @@ pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<ExitCode, CliError
             // The refusal's row has the shape of a refused value's (`settings.set`, `setting <key>`, `text`).
             let target = format!("setting {key}");
             let asked = serde_json::json!({ "text": value });
-            if let Authorised::Refused(code) =
-                authorise_admin_on(pool, &actor.0, EVERY_CLUSTER, "settings.set", target, asked).await?
-            {
-                return Ok(code);
-            }
+            authorise_admin_on(pool, &actor.0, EVERY_CLUSTER, "settings.set", target, asked).await?;
             let changed = admin::set_setting(pool, &actor, &key, &value, None).await?;
             let line = if args.json { serde_json::to_string(&changed).unwrap_or_default() } else { describe(&changed) };
             writeln!(out, "{line}").map_err(CliError::Output)?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Success)
 }
 
 /// `batch_size: 200 -> 500 (200 was set by … at …)`.

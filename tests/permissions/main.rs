@@ -11,7 +11,7 @@
 //!   or doubled, and a return puts the rest back.
 //! - `admin_grants`: admin commands and grant changes need an admin grant; refusals are audited.
 //! - `registry_and_settings`: `cluster add|remove` need admin on the cluster or on `*`, `settings set` admin on `*`;
-//!   a refusal exits 2 in words, is audited and changes nothing; before the first admin on `*` they are open.
+//!   a refusal exits 4 in words, is audited and changes nothing; before the first admin on `*` they are open.
 
 #[allow(dead_code)]
 #[path = "../relay/support/mod.rs"]
@@ -361,7 +361,7 @@ async fn an_invisible_cluster_is_not_found_and_a_target_without_send_is_listed_d
         &world,
         &["preview", "--as", "erin", "--from", &format!("east/east-1/{source}"), "--to", "west/west-1/q", "--all"],
     );
-    assert_eq!(erin_preview.0, Some(1), "{erin_preview:?}");
+    assert_eq!(erin_preview.0, Some(4), "{erin_preview:?}");
     assert!(erin_preview.2.contains("no cluster named west is registered"), "{erin_preview:?}");
 }
 
@@ -548,10 +548,10 @@ async fn admin_commands_and_grant_changes_need_an_admin_grant_and_refusals_are_a
     let world = World::new("perm_admin", &[]).await;
 
     let refused = cli(&world, &["grant", "add", "zed", "west", "message:send", "--as", "mallory"]);
-    assert_eq!(refused.0, Some(2), "{refused:?}");
+    assert_eq!(refused.0, Some(4), "{refused:?}");
     assert!(refused.2.contains("refused: operator mallory lacks admin on cluster west"), "{refused:?}");
     let jobs = cli(&world, &["admin", "--as", "mallory", "jobs"]);
-    assert_eq!(jobs.0, Some(2), "{jobs:?}");
+    assert_eq!(jobs.0, Some(4), "{jobs:?}");
     assert!(jobs.2.contains("operator mallory lacks admin on every cluster (*)"), "{jobs:?}");
 
     // An admin of west may grant on west; the grantee lists their own grants.
@@ -563,7 +563,7 @@ async fn admin_commands_and_grant_changes_need_an_admin_grant_and_refusals_are_a
     let rows: Value = serde_json::from_str(&own.1).unwrap();
     assert_eq!(rows[0]["permission"], "message:send", "{own:?}");
     let others = cli(&world, &["grant", "list", "--as", "zed"]);
-    assert_eq!(others.0, Some(2), "listing everybody's grants needs admin on *: {others:?}");
+    assert_eq!(others.0, Some(4), "listing everybody's grants needs admin on *: {others:?}");
 
     let audited: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
         "SELECT actor, action, outcome, source_cluster FROM audit WHERE actor IN ('mallory', 'wendy', 'zed') ORDER BY id",
@@ -633,26 +633,26 @@ async fn registry_and_settings_changes_need_an_admin_grant_and_refusals_are_audi
 
     // Mallory holds nothing. The grant is checked first: credentials that are not exported do not get her further.
     let add = cluster_add(&world, "north", "east-1", &["--as", "mallory"]);
-    assert_eq!(add.0, Some(2), "{add:?}");
+    assert_eq!(add.0, Some(4), "{add:?}");
     assert_eq!(add.2.trim(), "refused: operator mallory lacks admin on cluster north", "{add:?}");
     let blind = cli(
         &world,
         &["cluster", "add", "north", "--core-url", "tcp://127.0.0.1:1", "--credentials", "nope", "--as", "mallory"],
     );
-    assert_eq!(blind.0, Some(2), "refused before the credentials are read or a broker is asked: {blind:?}");
+    assert_eq!(blind.0, Some(4), "refused before the credentials are read or a broker is asked: {blind:?}");
     assert!(blind.2.contains("lacks admin on cluster north") && !blind.2.contains("NOPE"), "{blind:?}");
     let remove = cli(&world, &["cluster", "remove", "west", "--operator", "mallory"]);
-    assert_eq!(remove.0, Some(2), "{remove:?}");
+    assert_eq!(remove.0, Some(4), "{remove:?}");
     assert_eq!(remove.2.trim(), "refused: operator mallory lacks admin on cluster west", "{remove:?}");
     let set = cli(&world, &["settings", "set", "batch_size", "777", "--actor", "mallory"]);
-    assert_eq!(set.0, Some(2), "{set:?}");
+    assert_eq!(set.0, Some(4), "{set:?}");
     assert_eq!(set.2.trim(), "refused: operator mallory lacks admin on every cluster (*)", "{set:?}");
     // An admin of one cluster may not change what every cluster shares, nor remove another cluster.
     let set = cli_with(&world, &["settings", "set", "batch_size", "777"], &[("ARTEMIS_TRANSFER_OPERATOR", "eve")]);
-    assert_eq!(set.0, Some(2), "{set:?}");
+    assert_eq!(set.0, Some(4), "{set:?}");
     assert_eq!(set.2.trim(), "refused: operator eve lacks admin on every cluster (*)", "{set:?}");
     let remove = cli(&world, &["cluster", "remove", "west", "--as", "eve"]);
-    assert_eq!(remove.0, Some(2), "{remove:?}");
+    assert_eq!(remove.0, Some(4), "{remove:?}");
     assert_eq!(registry(&world.pool).await, clusters, "no refusal changed the registry");
     assert_eq!(setting(&world.pool, "batch_size").await, batch_size, "no refusal changed a setting");
 
@@ -663,7 +663,7 @@ async fn registry_and_settings_changes_need_an_admin_grant_and_refusals_are_audi
     assert_eq!(registry(&world.pool).await.len(), 3);
     // Allowed, but the registry says no: audited too.
     let again = cluster_add(&world, "north", "west-1", &["--as", "nora"]);
-    assert_eq!(again.0, Some(1), "{again:?}");
+    assert_eq!(again.0, Some(4), "{again:?}");
     assert!(again.2.contains("a cluster named north is already registered"), "{again:?}");
     let remove = cli(&world, &["cluster", "remove", "north", "--as", OPERATOR]);
     assert_eq!(remove.0, Some(0), "{remove:?}");
@@ -716,9 +716,9 @@ async fn before_the_first_admin_on_every_cluster_registry_and_settings_changes_a
     let first = cli(&world, &["grant", "add", "root", "*", "admin", "--as", "newbie"]);
     assert_eq!(first.0, Some(0), "{first:?}");
     let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
-    assert_eq!(add.0, Some(2), "{add:?}");
+    assert_eq!(add.0, Some(4), "{add:?}");
     let set = cli(&world, &["settings", "set", "batch_size", "654", "--actor", "newbie"]);
-    assert_eq!(set.0, Some(2), "{set:?}");
+    assert_eq!(set.0, Some(4), "{set:?}");
     assert_eq!(setting(&world.pool, "batch_size").await, (json!(321), "newbie".to_string()));
 
     let trail = admin_audit(&world.pool).await;

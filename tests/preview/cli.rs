@@ -96,7 +96,12 @@ impl Cli {
         let mut args = vec!["preview", "--from", from, "--to", to, "--json"];
         args.extend_from_slice(selection);
         let ran = self.run(&args).await;
-        assert!(matches!(ran.code, Some(0 | 3)), "preview failed\nstdout:\n{}\nstderr:\n{}", ran.stdout, ran.stderr);
+        assert!(
+            matches!(ran.code, Some(0 | 3 | 4)),
+            "preview failed\nstdout:\n{}\nstderr:\n{}",
+            ran.stdout,
+            ran.stderr
+        );
         (ran.code, ran.json())
     }
 }
@@ -155,20 +160,20 @@ async fn clusters_are_added_listed_and_removed_from_the_command_line() {
     assert!(empty.stdout.contains("No cluster is registered"), "{}", empty.stdout);
     assert_eq!(cli.run(&["cluster", "list", "--json"]).await.json(), json!([]));
     let gone = cli.run(&["cluster", "remove", "east"]).await;
-    gone.expect_code(1);
+    gone.expect_code(4);
     assert!(gone.stderr.contains("no cluster named east is registered"), "{}", gone.stderr);
 }
 
 impl Cli {
-    /// `cluster add` that is expected to fail (exit 1).
+    /// `cluster add` that is expected to be refused (exit 4).
     async fn register_err(&self, name: &str, seed: &Node) -> Ran {
         let ran = self.run(&["cluster", "add", name, "--core-url", &seed.core_url(), "--credentials", "testbed"]).await;
-        ran.expect_code(1);
+        ran.expect_code(4);
         ran
     }
 }
 
-/// A refused preview: exit 3, the refusal in words with its `broker.xml` fix, and the way forward. A startable
+/// A refused preview: exit 4, the refusal in words with its `broker.xml` fix, and the way forward. A startable
 /// one: exit 0 and what `execute` will need. `--json` is the stored Previewed run.
 #[tokio::test]
 async fn a_preview_prints_its_findings_for_a_new_user() {
@@ -186,7 +191,7 @@ async fn a_preview_prints_its_findings_for_a_new_user() {
     west.create_queue(&QueueConfig { last_value: true, ..QueueConfig::plain_anycast(&last_value) }).await.unwrap();
 
     let refused = cli.run(&["preview", "--from", &at(east1, &source), "--to", &at(west1, &dropping), "--all"]).await;
-    refused.expect_code(3);
+    refused.expect_code(4);
     let text = &refused.stdout;
     for expected in [
         "Preview of a MOVE (the messages leave the source queue)",
@@ -267,11 +272,11 @@ async fn bad_input_is_refused_in_words() {
     cli.register("east", bed.node("east-1")).await;
 
     let unknown_cluster = cli.run(&["preview", "--from", "north/n1/q", "--to", "east/east-1/q", "--all"]).await;
-    unknown_cluster.expect_code(1);
+    unknown_cluster.expect_code(4);
     assert!(unknown_cluster.stderr.contains("no cluster named north is registered"), "{}", unknown_cluster.stderr);
 
     let unknown_node = cli.run(&["preview", "--from", "east/east-9/q", "--to", "east/east-1/q", "--all"]).await;
-    unknown_node.expect_code(1);
+    unknown_node.expect_code(4);
     assert!(
         unknown_node.stderr.contains("cluster east has no node east-9; its nodes are east-1, east-2"),
         "{}",
