@@ -13,14 +13,10 @@ use crate::jobs::model::{JobId, JobRow, JobState, RunId};
 use crate::transfer::audit::{audit_entry, AuditEntry};
 use crate::transfer::permissions::{self, PermissionError};
 
-/// `admin` options.
+/// `admin` options. Who acts (`--as`) needs an admin grant (docs/permissions.md) and is recorded in the audit trail.
 #[derive(Debug, clap::Args)]
 pub struct AdminArgs {
-    /// Who acts: needs an admin grant (docs/permissions.md); recorded in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR,
-    /// else `$USER@host`).
-    #[arg(long, visible_alias = "as", env = "ARTEMIS_TRANSFER_ACTOR", global = true)]
-    pub actor: Option<String>,
-    /// Print JSON lines instead of text.
+    /// Print JSON instead of text (a list as JSON lines, one object a line).
     #[arg(long, global = true)]
     pub json: bool,
     /// The action.
@@ -71,8 +67,8 @@ pub enum AdminCommand {
 }
 
 /// Runs an admin action and prints its result.
-pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<Exit, CliError> {
-    let actor = Actor(actor(args.actor, std::env::var("ARTEMIS_TRANSFER_OPERATOR").ok()));
+pub async fn run(pool: &PgPool, args: AdminArgs, operator: &str) -> Result<Exit, CliError> {
+    let actor = Actor(operator.to_owned());
     authorise_admin(pool, &actor.0, &args.command).await?;
     let mut out = super::terminal::stdout();
     let json = args.json;
@@ -122,23 +118,6 @@ pub async fn run(pool: &PgPool, args: AdminArgs) -> Result<Exit, CliError> {
         }
     }
     Ok(Exit::Success)
-}
-
-/// Who acts: the name given (`--actor`/`--as` or ARTEMIS_TRANSFER_ACTOR), else `operator_env`
-/// (ARTEMIS_TRANSFER_OPERATOR: the name the operator's grants are under, as for every other command), else
-/// `$USER@host`. A blank name is no name. Shared by `admin …` and `settings`.
-pub(crate) fn actor(named: Option<String>, operator_env: Option<String>) -> String {
-    named
-        .filter(|n| !n.trim().is_empty())
-        .or(operator_env.filter(|o| !o.trim().is_empty()))
-        .unwrap_or_else(default_actor)
-}
-
-/// The operator acting, for the audit trail: `$USER@host`.
-pub(crate) fn default_actor() -> String {
-    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
-    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
-    format!("{user}@{host}")
 }
 
 fn print_line(out: &mut impl Write, json: bool, value: &impl serde::Serialize, words: &str) -> Result<(), CliError> {

@@ -17,7 +17,7 @@ use clap::Subcommand;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::cli::grant::{authorise_admin_on, operator};
+use crate::cli::grant::authorise_admin_on;
 use crate::cli::{CliError, Exit};
 use crate::registry::discover::{conventional_jolokia_url_over, discover, Seed};
 use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
@@ -68,10 +68,6 @@ pub enum ClusterCommand {
         /// the member's Core address as the cluster topology names it. Repeatable.
         #[arg(long = "member-jolokia", value_name = "HOST:PORT=URL", value_parser = parse_member)]
         member_jolokia: Vec<(String, String)>,
-        /// Who adds it: needs admin on this cluster or on `*` (open while nobody holds admin on `*`); recorded
-        /// in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
-        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-        operator: Option<String>,
     },
     /// List the registered clusters the operator may see, with their nodes and endpoints; with --from, the
     /// clusters a transfer from that cluster could go to, each enabled or disabled with the reason.
@@ -82,27 +78,20 @@ pub enum ClusterCommand {
         /// List the targets of a transfer from this cluster.
         #[arg(long, value_name = "SOURCE_CLUSTER")]
         from: Option<String>,
-        /// Who lists (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
-        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-        operator: Option<String>,
     },
     /// Remove a cluster with its nodes (previews and runs that name it keep their records).
     Remove {
         /// The cluster's name.
         name: String,
-        /// Who removes it: needs admin on this cluster or on `*` (open while nobody holds admin on `*`); recorded
-        /// in the audit trail (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
-        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-        operator: Option<String>,
     },
 }
 
 /// Runs a registry action and prints its result.
-pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<Exit, CliError> {
+pub async fn run(pool: &PgPool, args: ClusterArgs, operator: &str) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match args.command {
-        ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia, operator: named } => {
-            let by = operator(named)?;
+        ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia } => {
+            let by = operator;
             let target = format!("cluster:{name}");
             let asked = json!({ "core_url": core_url, "credentials_ref": credentials_ref });
             let bootstrap = authorise_admin_on(pool, &by, &name, "cluster.add", target, asked.clone()).await?;
@@ -133,9 +122,8 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<Exit, CliError> {
             .map_err(CliError::Output)?;
             print_nodes(&mut out, &cluster).map_err(CliError::Output)?;
         }
-        ClusterCommand::List { json, from: Some(source), operator: named } => {
-            let operator = operator(named)?;
-            let targets = crate::transfer::service::targets_for(pool, &operator, &source).await?;
+        ClusterCommand::List { json, from: Some(source) } => {
+            let targets = crate::transfer::service::targets_for(pool, operator, &source).await?;
             if json {
                 let text = serde_json::to_string_pretty(&targets).unwrap_or_default();
                 writeln!(out, "{text}").map_err(CliError::Output)?;
@@ -149,12 +137,11 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<Exit, CliError> {
                 }
             }
         }
-        ClusterCommand::List { json, from: None, operator: named } => {
-            let operator = operator(named)?;
+        ClusterCommand::List { json, from: None } => {
             let mut clusters = store::list(pool).await?;
             let mut visible = Vec::with_capacity(clusters.len());
             for cluster in clusters.drain(..) {
-                if crate::transfer::permissions::can_see(pool, &operator, &cluster.name).await.map_err(CliError::Db)? {
+                if crate::transfer::permissions::can_see(pool, operator, &cluster.name).await.map_err(CliError::Db)? {
                     visible.push(cluster);
                 }
             }
@@ -179,8 +166,8 @@ pub async fn run(pool: &PgPool, args: ClusterArgs) -> Result<Exit, CliError> {
                 }
             }
         }
-        ClusterCommand::Remove { name, operator: named } => {
-            let by = operator(named)?;
+        ClusterCommand::Remove { name } => {
+            let by = operator;
             let target = format!("cluster:{name}");
             let bootstrap = authorise_admin_on(pool, &by, &name, "cluster.remove", target, json!({})).await?;
             let removed = match store::remove(pool, &name).await {

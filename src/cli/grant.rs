@@ -3,9 +3,8 @@
 //! on its cluster — except while nobody holds `admin` on `*`, which is how the first admin is made. Every command
 //! is audited. The work is in [`crate::transfer::permissions`]; this module parses and prints.
 //!
-//! Also here: [`operator`], how every command names the operator it acts for (`--as`, `ARTEMIS_TRANSFER_OPERATOR`,
-//! or `$USER`); and the admin checks of the other admin commands ([`authorise_admin`] for `admin …`,
-//! [`authorise_admin_on`] for `cluster add|remove` and `settings set`).
+//! Also here: the admin check of `cluster add|remove` and `settings set` ([`authorise_admin_on`]; `admin …` has its
+//! own, [`crate::cli::admin::authorise_admin`]). Who acts is named as for every command ([`crate::cli::identity`]).
 
 use std::io::Write;
 
@@ -15,27 +14,9 @@ use sqlx::PgPool;
 use crate::cli::{CliError, Exit};
 use crate::transfer::permissions::{self, Bootstrap, Grant, GrantError, Permission, PermissionError};
 
-/// The operator a command acts for: the one named (`--as` or `ARTEMIS_TRANSFER_OPERATOR`), else `$USER`. Never a
-/// made-up name: with neither, the command is refused, since every action is checked against the operator's
-/// grants and audited under their name.
-pub fn operator(named: Option<String>) -> Result<String, CliError> {
-    named
-        .filter(|o| !o.trim().is_empty())
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.trim().is_empty()))
-        .ok_or_else(|| {
-            CliError::NoOperator(
-                "name the operator you act for with --as <operator> or ARTEMIS_TRANSFER_OPERATOR ($USER is not set)"
-                    .into(),
-            )
-        })
-}
-
 /// `grant` options.
 #[derive(Debug, clap::Args)]
 pub struct GrantArgs {
-    /// Who acts (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
-    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR", global = true)]
-    pub operator: Option<String>,
     /// The action.
     #[command(subcommand)]
     pub command: GrantCommand,
@@ -113,13 +94,12 @@ fn refused(e: GrantError) -> CliError {
 }
 
 /// Runs a grant action and prints its result.
-pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<Exit, CliError> {
-    let by = operator(args.operator)?;
+pub async fn run(pool: &PgPool, args: GrantArgs, by: &str) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match args.command {
         GrantCommand::Add { principal, cluster, permission } => {
             let grant = Grant { principal, cluster, permission };
-            match permissions::grant(pool, &by, &grant).await {
+            match permissions::grant(pool, by, &grant).await {
                 Ok(added) => {
                     let words = if added { "granted" } else { "already held" };
                     writeln!(out, "{words}: {} holds {} on {}", grant.principal, grant.permission, grant.cluster)
@@ -130,7 +110,7 @@ pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<Exit, CliError> {
         }
         GrantCommand::Remove { principal, cluster, permission } => {
             let grant = Grant { principal, cluster, permission };
-            match permissions::revoke(pool, &by, &grant).await {
+            match permissions::revoke(pool, by, &grant).await {
                 Ok(true) => writeln!(
                     out,
                     "removed: {} no longer holds {} on {} (runs it started stop before their next batch)",
@@ -143,7 +123,7 @@ pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<Exit, CliError> {
             }
         }
         GrantCommand::List { principal, cluster, json } => {
-            let rows = match permissions::list(pool, &by, principal.as_deref(), cluster.as_deref()).await {
+            let rows = match permissions::list(pool, by, principal.as_deref(), cluster.as_deref()).await {
                 Ok(rows) => rows,
                 Err(e) => return Err(refused(e)),
             };
@@ -176,17 +156,6 @@ pub async fn run(pool: &PgPool, args: GrantArgs) -> Result<Exit, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_operator_is_named_or_the_user() {
-        assert_eq!(operator(Some("alice".into())).unwrap(), "alice");
-        if let Ok(user) = std::env::var("USER") {
-            if !user.trim().is_empty() {
-                assert_eq!(operator(None).unwrap(), user);
-                assert_eq!(operator(Some("  ".into())).unwrap(), user, "a blank name is no name");
-            }
-        }
-    }
 
     #[test]
     fn permissions_parse_by_name() {

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod cluster;
 pub mod exit;
 pub mod grant;
+pub mod identity;
 pub mod orphans;
 pub mod preview;
 pub mod run;
@@ -35,6 +36,13 @@ pub struct Cli {
     /// Log lines as text or JSON (level from RUST_LOG, default info).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Who acts: the operator whose grants are checked, whose name the audit records, and who sees only the runs
+    /// and clusters they may (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
+    #[arg(long = "as", global = true, value_name = "OPERATOR", alias = "operator")]
+    pub operator: Option<String>,
+    /// Deprecated: read as --as for one release, with a line saying so.
+    #[arg(long, global = true, value_name = "OPERATOR", hide = true)]
+    pub actor: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -253,6 +261,7 @@ pub fn init_tracing(format: LogFormat) {
 /// Runs the command.
 pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     let config = Config::load(cli.config.as_deref())?;
+    let named = identity::Named { as_flag: cli.operator, actor_flag: cli.actor };
     match cli.command {
         Command::Migrate => {
             let pool = connect(&config, 2).await?;
@@ -292,33 +301,33 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
             Ok(Exit::Success)
         }
         Command::Serve(args) => serve(&config, args).await,
-        Command::Admin(args) => {
+        Command::Settings(args) => settings::run(&connect_migrated(&config, 2).await?, args, &named).await,
+        // Who acts is known before the database is asked: naming nobody is a malformed command line.
+        command => {
+            let operator = named.operator()?;
             let pool = connect_migrated(&config, 2).await?;
-            admin::run(&pool, args).await
+            act(&pool, command, &operator, config.retry.max_attempts).await
         }
-        Command::Cluster(args) => {
-            let pool = connect_migrated(&config, 2).await?;
-            cluster::run(&pool, args).await
+    }
+}
+
+/// The commands that act for `operator` on a migrated database.
+async fn act(pool: &PgPool, command: Command, operator: &str, max_attempts: i32) -> Result<Exit, CliError> {
+    match command {
+        Command::Admin(args) => admin::run(pool, args, operator).await,
+        Command::Cluster(args) => cluster::run(pool, args, operator).await,
+        Command::Preview(args) => preview::run(pool, args, operator).await,
+        Command::Execute(args) => run::execute(pool, args, operator, max_attempts).await,
+        Command::Stop(args) => run::stop(pool, args, operator).await,
+        Command::Resume(args) => run::resume(pool, args, operator, max_attempts).await,
+        Command::Return(args) => run::return_to_source(pool, args, operator, max_attempts).await,
+        Command::Runs(command) => run::runs(pool, command, operator).await,
+        Command::Watch(args) => run::watch(pool, args, operator).await,
+        Command::Orphans(args) => orphans::run(pool, args, operator).await,
+        Command::Grant(args) => grant::run(pool, args, operator).await,
+        Command::Migrate | Command::Worker(_) | Command::Serve(_) | Command::Settings(_) => {
+            unreachable!("run handles {command:?} itself")
         }
-        Command::Preview(args) => {
-            let pool = connect_migrated(&config, 2).await?;
-            preview::run(&pool, args).await
-        }
-        Command::Execute(args) => {
-            run::execute(&connect_migrated(&config, 2).await?, args, config.retry.max_attempts).await
-        }
-        Command::Stop(args) => run::stop(&connect_migrated(&config, 2).await?, args).await,
-        Command::Resume(args) => {
-            run::resume(&connect_migrated(&config, 2).await?, args, config.retry.max_attempts).await
-        }
-        Command::Return(args) => {
-            run::return_to_source(&connect_migrated(&config, 2).await?, args, config.retry.max_attempts).await
-        }
-        Command::Runs(command) => run::runs(&connect_migrated(&config, 2).await?, command).await,
-        Command::Watch(args) => run::watch(&connect_migrated(&config, 2).await?, args).await,
-        Command::Orphans(args) => orphans::run(&connect_migrated(&config, 2).await?, args).await,
-        Command::Grant(args) => grant::run(&connect_migrated(&config, 2).await?, args).await,
-        Command::Settings(args) => settings::run(&connect_migrated(&config, 2).await?, args).await,
     }
 }
 
@@ -582,7 +591,7 @@ mod tests {
     }
 
     #[test]
-    fn each_run_action_takes_only_the_flags_it_acts_on_and_admin_names_its_actor_anywhere() {
+    fn each_run_action_takes_only_the_flags_it_acts_on() {
         let parse = |args: &[&str]| Cli::try_parse_from(["artemis-transfer"].iter().chain(args));
         let run = "4f0c3a9e-5b1d-4c2e-9a7f-0d6e8b1c2a3f";
         assert!(parse(&["stop", run, "--reason", "maintenance"]).is_ok());
@@ -595,20 +604,55 @@ mod tests {
             let err = parse(ignored).unwrap_err();
             assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument, "{ignored:?}");
         }
-        for at in [
-            &["admin", "--as", "bob", "jobs"][..],
-            &["admin", "jobs", "--as", "bob"],
-            &["admin", "jobs", "--actor", "bob"],
+    }
+
+    /// One identity flag, `--as`, before or after any subcommand, every command included; `--actor` still read.
+    #[test]
+    fn every_command_takes_as_anywhere() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["artemis-transfer"].iter().chain(args));
+        let run = "4f0c3a9e-5b1d-4c2e-9a7f-0d6e8b1c2a3f";
+        for command in [
+            &["admin", "jobs"][..],
+            &["settings", "set", "batch_size", "10"],
+            &["settings"],
+            &["runs", "list"],
+            &["runs", "show", run],
+            &["watch", run],
+            &["stop", run],
+            &["resume", run],
+            &["return", run],
+            &["grant", "list"],
+            &["cluster", "list"],
+            &["orphans", "list"],
+            &["preview", "--from", "a/b/c", "--to", "a/b/d", "--all"],
         ] {
-            let cli = parse(at).unwrap_or_else(|e| panic!("{at:?}: {e}"));
-            assert!(matches!(&cli.command, Command::Admin(a) if a.actor.as_deref() == Some("bob")), "{at:?}");
+            // Before the command, after its name, at the end.
+            for at in [0, 1, command.len()] {
+                let mut args = command.to_vec();
+                args.insert(at, "--as");
+                args.insert(at + 1, "bob");
+                let cli = parse(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+                assert_eq!(cli.operator.as_deref(), Some("bob"), "{args:?}");
+            }
+            let mut old = command.to_vec();
+            old.extend(["--actor", "carl"]);
+            assert_eq!(parse(&old).unwrap_or_else(|e| panic!("{old:?}: {e}")).actor.as_deref(), Some("carl"));
+        }
+    }
+
+    #[test]
+    fn the_deprecated_actor_flag_is_not_in_the_help() {
+        let mut helps = Vec::new();
+        every_help(&mut command(), &mut helps);
+        for (name, help) in helps {
+            assert!(!help.contains("--actor"), "`{name} --help` shows --actor:\n{help}");
         }
     }
 
     #[test]
     fn admin_commands_parse() {
-        let cli = Cli::try_parse_from(["artemis-transfer", "admin", "--actor", "ops", "prune", "--older-than", "7d"])
-            .unwrap();
+        let cli =
+            Cli::try_parse_from(["artemis-transfer", "admin", "--as", "ops", "prune", "--older-than", "7d"]).unwrap();
         assert!(matches!(cli.command, Command::Admin(_)));
         assert!(Cli::try_parse_from(["artemis-transfer", "admin", "requeue"]).is_err());
     }

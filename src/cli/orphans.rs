@@ -27,12 +27,10 @@ pub enum OrphansCommand {
     /// List every `studio.transfer.<uuid>` queue that no run owns, with its message count, on every node of every
     /// registered cluster the operator may read (cluster:read; the dead message queues are never listed).
     List {
-        /// Print JSON (`{"orphans": [...], "unchecked": [...]}`) instead of text.
+        /// Print JSON lines instead of text: one object per orphan, and one `{"unchecked": {…}}` per node that
+        /// could not be checked.
         #[arg(long)]
         json: bool,
-        /// Who lists (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
-        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-        operator: Option<String>,
     },
     /// Return one orphan: each message back to its original queue (`_AMQ_ORIG_QUEUE`), those without one to the
     /// queue given by --to; then remove the empty staging queue and its address settings.
@@ -46,22 +44,17 @@ pub enum OrphansCommand {
         /// The staging queue's name, typed to confirm (the command says first what a return does).
         #[arg(long)]
         confirm: Option<String>,
-        /// Who does it: needs message:move on the orphan's cluster; audited (default: ARTEMIS_TRANSFER_OPERATOR,
-        /// else $USER).
-        #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-        operator: Option<String>,
     },
 }
 
 pub use crate::transfer::orphans::RETURN_WARNING;
 
 /// Runs `orphans …`.
-pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<Exit, CliError> {
+pub async fn run(pool: &PgPool, args: OrphansArgs, operator: &str) -> Result<Exit, CliError> {
     let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
     match args.command {
-        OrphansCommand::List { json, operator } => {
-            let operator = super::grant::operator(operator)?;
-            let found = orphans::list(pool, Some(permits), &operator).await?;
+        OrphansCommand::List { json } => {
+            let found = orphans::list(pool, Some(permits), operator).await?;
             let mut out = super::terminal::stdout();
             if json {
                 let text = serde_json::to_string_pretty(&found).expect("orphans serialise");
@@ -80,8 +73,7 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<Exit, CliError> {
             }
             Ok(if found.unchecked.is_empty() { Exit::Success } else { Exit::NotAsHoped })
         }
-        OrphansCommand::Return { orphan, to, confirm, operator } => {
-            let operator = super::grant::operator(operator)?;
+        OrphansCommand::Return { orphan, to, confirm } => {
             let OrphanName { cluster, node, queue } = orphan;
             let orphan = format!("{cluster}/{node}/{queue}");
             if confirm.as_deref() != Some(queue.as_str()) {
@@ -90,7 +82,7 @@ pub async fn run(pool: &PgPool, args: OrphansArgs) -> Result<Exit, CliError> {
                     "to return {orphan}, type the staging queue's name: --confirm {queue}"
                 )));
             }
-            let request = ReturnRequest { cluster, node, queue, to, operator };
+            let request = ReturnRequest { cluster, node, queue, to, operator: operator.to_owned() };
             match orphans::return_orphan(pool, Some(permits), &request).await {
                 Ok(done) => {
                     let mut out = super::terminal::stdout();

@@ -48,13 +48,9 @@ pub struct PreviewArgs {
     /// Copy (the source stays untouched) instead of moving.
     #[arg(long)]
     pub copy: bool,
-    /// Print the stored preview as JSON instead of text.
+    /// Print the stored preview as JSON (one object) instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Who previews: checked against their grants, recorded on the run and audited (default:
-    /// ARTEMIS_TRANSFER_OPERATOR, else $USER).
-    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-    pub operator: Option<String>,
 }
 
 /// `cluster/node/queue` → a queue reference. The queue is everything after the second `/` (it may contain
@@ -73,7 +69,7 @@ pub fn parse_queue_ref(s: &str) -> Result<QueueRef, String> {
 }
 
 /// Makes the preview, stores it, and prints it.
-pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<Exit, CliError> {
+pub async fn run(pool: &PgPool, args: PreviewArgs, operator: &str) -> Result<Exit, CliError> {
     let selection = match (args.ids, args.filter, args.all) {
         (Some(ids), _, _) => Selection::Ids(ids),
         (_, Some(filter), _) => Selection::Filter(filter),
@@ -86,7 +82,7 @@ pub async fn run(pool: &PgPool, args: PreviewArgs) -> Result<Exit, CliError> {
         target: args.to.unwrap_or_else(|| args.from.clone()),
         source: args.from,
         selection,
-        operator: super::grant::operator(args.operator)?,
+        operator: operator.to_owned(),
     };
     let stored = if args.to_original_queues {
         preview_retry_and_store(pool, &request, &preview_settings, VALID_FOR).await?

@@ -31,10 +31,6 @@ pub struct ExecuteArgs {
     /// Run although the selection is over the safety cap or of unknown size.
     #[arg(long)]
     pub override_cap: bool,
-    /// Who executes it: checked against their grants, recorded on the run and in the audit (default:
-    /// ARTEMIS_TRANSFER_OPERATOR, else $USER).
-    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-    pub operator: Option<String>,
     /// Follow the run with the progress bar until it ends.
     #[arg(long)]
     pub watch: bool,
@@ -48,9 +44,6 @@ pub struct StopArgs {
     /// Why (recorded on the run and in the audit trail).
     #[arg(long, default_value = "operator request")]
     pub reason: String,
-    /// Who stops it: needs what starting the run needed; audited (default: ARTEMIS_TRANSFER_OPERATOR, else $USER).
-    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-    pub operator: Option<String>,
 }
 
 /// `resume` options.
@@ -58,10 +51,6 @@ pub struct StopArgs {
 pub struct ResumeArgs {
     /// The run (stopped, interrupted or failed).
     pub run: Uuid,
-    /// Who resumes it: needs what starting the run needed; audited (default: ARTEMIS_TRANSFER_OPERATOR, else
-    /// $USER).
-    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-    pub operator: Option<String>,
 }
 
 /// `return` options.
@@ -72,10 +61,6 @@ pub struct ReturnArgs {
     /// The source queue's name, typed to confirm the return (without it, `return` says first what a return does).
     #[arg(long)]
     pub confirm: Option<String>,
-    /// Who returns it: needs message:move on the source cluster; audited (default: ARTEMIS_TRANSFER_OPERATOR, else
-    /// $USER).
-    #[arg(long = "as", visible_alias = "operator", env = "ARTEMIS_TRANSFER_OPERATOR")]
-    pub operator: Option<String>,
 }
 
 /// `runs` subcommands.
@@ -128,15 +113,14 @@ pub fn refusal_words(e: &ActionError) -> String {
 }
 
 /// `execute`.
-pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Result<Exit, CliError> {
+pub async fn execute(pool: &PgPool, args: ExecuteArgs, operator: &str, max_attempts: i32) -> Result<Exit, CliError> {
     let confirm = Confirmation {
         plan_hash: args.plan_hash,
         acknowledged: args.acks,
         typed_queue: args.confirm,
         override_cap: args.override_cap,
     };
-    let operator = super::grant::operator(args.operator)?;
-    match actions::execute(pool, args.run, &confirm, &operator, max_attempts).await {
+    match actions::execute(pool, args.run, &confirm, operator, max_attempts).await {
         Ok(_) => {
             let holders = runs::slot_holders(pool).await?.len();
             let cap = crate::jobs::settings::load(pool).await?.concurrent_runs as usize;
@@ -147,7 +131,7 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
                 _ => println!("run {} is queued for the next free worker", args.run),
             }
             if args.watch {
-                return watch(pool, WatchArgs { run: args.run, every: 1.0 }).await;
+                return watch(pool, WatchArgs { run: args.run, every: 1.0 }, operator).await;
             }
             println!("follow it with: artemis-transfer watch {}", args.run);
             Ok(Exit::Success)
@@ -157,9 +141,8 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, max_attempts: i32) -> Res
 }
 
 /// `stop`.
-pub async fn stop(pool: &PgPool, args: StopArgs) -> Result<Exit, CliError> {
-    let operator = super::grant::operator(args.operator)?;
-    match actions::stop(pool, args.run, &args.reason, &operator).await {
+pub async fn stop(pool: &PgPool, args: StopArgs, operator: &str) -> Result<Exit, CliError> {
+    match actions::stop(pool, args.run, &args.reason, operator).await {
         Ok(runs::StopRequest::Stopped) => println!("run {} stopped", args.run),
         Ok(runs::StopRequest::Requested) => {
             println!("run {}: stop requested; the batch in flight finishes first", args.run)
@@ -171,9 +154,8 @@ pub async fn stop(pool: &PgPool, args: StopArgs) -> Result<Exit, CliError> {
 }
 
 /// `resume`.
-pub async fn resume(pool: &PgPool, args: ResumeArgs, max_attempts: i32) -> Result<Exit, CliError> {
-    let operator = super::grant::operator(args.operator)?;
-    match actions::resume(pool, args.run, &operator, max_attempts).await {
+pub async fn resume(pool: &PgPool, args: ResumeArgs, operator: &str, max_attempts: i32) -> Result<Exit, CliError> {
+    match actions::resume(pool, args.run, operator, max_attempts).await {
         Ok(_) => println!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run),
         Err(e) => return Err(not_done(e)),
     }
@@ -181,16 +163,13 @@ pub async fn resume(pool: &PgPool, args: ResumeArgs, max_attempts: i32) -> Resul
 }
 
 /// `return`: says what a return does, and needs the source queue's name typed.
-pub async fn return_to_source(pool: &PgPool, args: ReturnArgs, max_attempts: i32) -> Result<Exit, CliError> {
-    let operator = super::grant::operator(args.operator.clone())?;
-    // A run whose clusters the operator may not see is not found, as by the action itself.
-    let record = match view::visible(pool, args.run, &operator).await.map_err(CliError::Db)? {
-        true => view::line(pool, args.run).await.map_err(CliError::Db)?,
-        false => None,
-    };
-    let Some(record) = record else {
-        return Err(not_done(ActionError::NotFound(args.run)));
-    };
+pub async fn return_to_source(
+    pool: &PgPool,
+    args: ReturnArgs,
+    operator: &str,
+    max_attempts: i32,
+) -> Result<Exit, CliError> {
+    let record = visible_line(pool, args.run, operator).await?;
     let (state, source) = (record.state, record.source_queue.unwrap_or_default());
     if args.confirm.as_deref() != Some(source.as_str()) {
         eprintln!("{}", actions::RETURN_WARNING);
@@ -199,24 +178,32 @@ pub async fn return_to_source(pool: &PgPool, args: ReturnArgs, max_attempts: i32
             args.run,
         )));
     }
-    match actions::return_to_source(pool, args.run, &operator, max_attempts).await {
+    match actions::return_to_source(pool, args.run, operator, max_attempts).await {
         Ok(_) => println!("run {} is returning; follow it with: artemis-transfer watch {}", args.run, args.run),
         Err(e) => return Err(not_done(e)),
     }
     Ok(Exit::Success)
 }
 
-async fn run_line(pool: &PgPool, run: Uuid) -> Result<RunRecord, CliError> {
-    view::line(pool, run).await.map_err(CliError::Db)?.ok_or(CliError::View(view::ViewError::NotFound(run)))
+/// The run's record if `operator` may see it. A run whose clusters they may not see is answered exactly as one that
+/// does not exist (docs/permissions.md), in every command: refused, `there is no run <id>`.
+async fn visible_line(pool: &PgPool, run: Uuid, operator: &str) -> Result<RunRecord, CliError> {
+    let record = match view::visible(pool, run, operator).await.map_err(CliError::Db)? {
+        true => view::line(pool, run).await.map_err(CliError::Db)?,
+        false => None,
+    };
+    record.ok_or(CliError::View(view::ViewError::NotFound(run)))
 }
 
 /// `runs list|show`.
-pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<Exit, CliError> {
+/// `runs list|show`, of the runs `operator` may see: the API's query (`LinesQuery::visible_to`), so the command line
+/// lists what the API lists.
+pub async fn runs(pool: &PgPool, command: RunsCommand, operator: &str) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match command {
         RunsCommand::List { limit, json } => {
-            let lines =
-                view::lines(pool, &view::LinesQuery { limit, ..Default::default() }).await.map_err(CliError::Db)?;
+            let query = view::LinesQuery { limit, visible_to: Some(operator.to_owned()), ..Default::default() };
+            let lines = view::lines(pool, &query).await.map_err(CliError::Db)?;
             if json {
                 serde_json::to_writer_pretty(&mut out, &lines).map_err(|e| CliError::Output(e.into()))?;
                 writeln!(out).map_err(CliError::Output)?;
@@ -241,6 +228,7 @@ pub async fn runs(pool: &PgPool, command: RunsCommand) -> Result<Exit, CliError>
             }
         }
         RunsCommand::Show { run, json } => {
+            visible_line(pool, run, operator).await?;
             let view = view::load(pool, run).await?;
             if json {
                 serde_json::to_writer_pretty(&mut out, &view).map_err(|e| CliError::Output(e.into()))?;
@@ -366,7 +354,7 @@ fn progress_line(state: &str, c: &Counters, rate: f64) -> String {
 }
 
 /// `watch`: a progress bar refreshed until the run ends, then the run's summary.
-pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<Exit, CliError> {
+pub async fn watch(pool: &PgPool, args: WatchArgs, operator: &str) -> Result<Exit, CliError> {
     let every = Duration::from_secs_f64(args.every.max(0.1));
     let mut last: Option<(Instant, i64)> = None;
     let mut rate = 0.0f64;
@@ -374,7 +362,7 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<Exit, CliError> {
     let mut shown_last: Option<String> = None;
     let mut err = std::io::stderr().lock();
     loop {
-        let line = run_line(pool, args.run).await?;
+        let line = visible_line(pool, args.run, operator).await?;
         let c: Counters = serde_json::from_value(line.counters.clone()).unwrap_or_default();
         let now = Instant::now();
         if let Some((at, delivered)) = last {
@@ -406,7 +394,7 @@ pub async fn watch(pool: &PgPool, args: WatchArgs) -> Result<Exit, CliError> {
                 writeln!(err).map_err(CliError::Output)?;
             }
             drop(err);
-            runs(pool, RunsCommand::Show { run: args.run, json: false }).await?;
+            runs(pool, RunsCommand::Show { run: args.run, json: false }, operator).await?;
             // An end nothing proved is no success to a script that waits on it.
             let ok = line.state.is_final() && line.state != RunState::Unproven;
             return Ok(if ok { Exit::Success } else { Exit::NotAsHoped });

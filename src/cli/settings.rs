@@ -12,31 +12,28 @@
 //!
 //! Settings are deployment-wide, so a change is an admin command (docs/permissions.md): it needs `admin` on `*`, or nobody
 //! holding `admin` on `*` yet (the bootstrap of a fresh database, as for `grant add`). A refusal is audited as
-//! `settings.set` with outcome `refused` and exits 4 (refused). Who changes is named as for `admin …` (`--actor`, also
-//! `--as`/`--operator`, or ARTEMIS_TRANSFER_ACTOR); with neither, the operator every other command acts for
-//! (ARTEMIS_TRANSFER_OPERATOR), else `$USER@host` as before. That one name is both checked and audited.
+//! `settings.set` with outcome `refused` and exits 4 (refused). Who changes is named as for every command (`--as`,
+//! else ARTEMIS_TRANSFER_OPERATOR, else `$USER`: [`crate::cli::identity`]). That one name is both checked and
+//! audited.
 
 use std::io::Write;
 
 use clap::Subcommand;
 use sqlx::PgPool;
 
-use crate::cli::admin::actor;
 use crate::cli::grant::authorise_admin_on;
+use crate::cli::identity::Named;
 use crate::cli::{CliError, Exit};
 use crate::jobs::admin::{self, Actor};
 use crate::jobs::settings::{self, Changed, KEYS};
 use crate::jobs::store::record::SettingRow;
 use crate::transfer::permissions::EVERY_CLUSTER;
 
-/// `settings` options.
+/// `settings` options. Who changes a setting (`--as`) needs admin on `*` (open while nobody holds admin on `*`) and
+/// is recorded in the audit trail.
 #[derive(Debug, clap::Args)]
 pub struct SettingsArgs {
-    /// Who changes a setting: needs admin on `*` (open while nobody holds admin on `*`); recorded in the audit
-    /// trail (default: ARTEMIS_TRANSFER_ACTOR, else ARTEMIS_TRANSFER_OPERATOR, else `$USER@host`).
-    #[arg(long, global = true, visible_aliases = ["as", "operator"], env = "ARTEMIS_TRANSFER_ACTOR")]
-    pub actor: Option<String>,
-    /// Print JSON lines instead of text.
+    /// Print JSON instead of text (`show`: JSON lines, one setting a line; `set`: one object).
     #[arg(long, global = true)]
     pub json: bool,
     /// What to do (default: show).
@@ -62,8 +59,8 @@ pub enum SettingsCommand {
     },
 }
 
-/// Runs a `settings` action and prints its result.
-pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<Exit, CliError> {
+/// Runs a `settings` action; only a change needs to know who acts (`named`).
+pub async fn run(pool: &PgPool, args: SettingsArgs, named: &Named) -> Result<Exit, CliError> {
     let mut out = super::terminal::stdout();
     match args.command.unwrap_or(SettingsCommand::Show) {
         SettingsCommand::Show => {
@@ -71,7 +68,7 @@ pub async fn run(pool: &PgPool, args: SettingsArgs) -> Result<Exit, CliError> {
             print_rows(&mut out, &rows, args.json).map_err(CliError::Output)?;
         }
         SettingsCommand::Set { key, value } => {
-            let actor = Actor(actor(args.actor, std::env::var("ARTEMIS_TRANSFER_OPERATOR").ok()));
+            let actor = Actor(named.operator()?);
             // The refusal's row has the shape of a refused value's (`settings.set`, `setting <key>`, `text`).
             let target = format!("setting {key}");
             let asked = serde_json::json!({ "text": value });
@@ -132,7 +129,6 @@ fn shown(value: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::admin::default_actor;
     use serde_json::json;
 
     #[test]
@@ -141,15 +137,6 @@ mod tests {
         assert_eq!(shown(&json!(["a.dmq", "b.dmq"])), "a.dmq,b.dmq");
         assert_eq!(shown(&json!(200)), "200");
         assert_eq!(shown(&json!(2.5)), "2.5");
-    }
-
-    #[test]
-    fn the_actor_is_the_one_named_else_the_operator_else_user_at_host() {
-        assert_eq!(actor(Some("ops".into()), Some("alice".into())), "ops");
-        assert_eq!(actor(None, Some("alice".into())), "alice");
-        assert_eq!(actor(Some(" ".into()), Some("alice".into())), "alice", "a blank name is no name");
-        assert_eq!(actor(None, Some("".into())), default_actor());
-        assert_eq!(actor(None, None), default_actor());
     }
 
     #[test]

@@ -74,10 +74,21 @@ pub const PROCESS_VARIABLES: &[ProcessVariable] = &[
                   stderr, as text or, with `--log-format json`, one JSON object a line.",
     },
     ProcessVariable {
+        name: "ARTEMIS_TRANSFER_OPERATOR",
+        read_by: "the commands that act for an operator (all but migrate, worker and serve)",
+        meaning: "Who acts when `--as` does not say: the operator whose grants are checked, whose name the audit \
+                  records, and who sees only the runs and clusters they may (docs/cli.md, \"Who acts\").",
+    },
+    ProcessVariable {
+        name: "ARTEMIS_TRANSFER_ACTOR",
+        read_by: "as above",
+        meaning: "Deprecated (the old variable of `admin` and `settings`, read for one release with a line saying \
+                  so): read after ARTEMIS_TRANSFER_OPERATOR.",
+    },
+    ProcessVariable {
         name: "USER",
-        read_by: "the commands that act for an operator",
-        meaning: "The operator when neither `--as` nor ARTEMIS_TRANSFER_OPERATOR names one (`admin` and `settings`: \
-                  `$USER@host`).",
+        read_by: "as above",
+        meaning: "The operator when neither `--as` nor ARTEMIS_TRANSFER_OPERATOR names one. Never `$USER@host`.",
     },
     ProcessVariable {
         name: "NO_COLOR",

@@ -134,7 +134,7 @@ async fn the_command_line_shows_control_characters_in_a_runs_words_without_obeyi
         .unwrap();
     for json in [false, true] {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_artemis-transfer"));
-        cmd.args(["runs", "show", &stored.run_id.to_string()]).env("DATABASE_URL", &world.url);
+        cmd.args(["runs", "show", &stored.run_id.to_string(), "--as", OPERATOR]).env("DATABASE_URL", &world.url);
         if json {
             cmd.arg("--json");
         }

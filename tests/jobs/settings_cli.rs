@@ -19,7 +19,7 @@ fn settings_cmd(url: &str, args: &[&str]) -> Output {
         .arg("settings")
         .args(args)
         .env("DATABASE_URL", url)
-        .env("ARTEMIS_TRANSFER_ACTOR", ACTOR)
+        .env("ARTEMIS_TRANSFER_OPERATOR", ACTOR)
         .env("RUST_LOG", "warn")
         .output()
         .expect("run artemis-transfer settings")

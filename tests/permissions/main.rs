@@ -644,7 +644,7 @@ async fn registry_and_settings_changes_need_an_admin_grant_and_refusals_are_audi
     let remove = cli(&world, &["cluster", "remove", "west", "--operator", "mallory"]);
     assert_eq!(remove.0, Some(4), "{remove:?}");
     assert_eq!(remove.2.trim(), "refused: operator mallory lacks admin on cluster west", "{remove:?}");
-    let set = cli(&world, &["settings", "set", "batch_size", "777", "--actor", "mallory"]);
+    let set = cli(&world, &["settings", "set", "batch_size", "777", "--as", "mallory"]);
     assert_eq!(set.0, Some(4), "{set:?}");
     assert_eq!(set.2.trim(), "refused: operator mallory lacks admin on every cluster (*)", "{set:?}");
     // An admin of one cluster may not change what every cluster shares, nor remove another cluster.
@@ -705,7 +705,7 @@ async fn before_the_first_admin_on_every_cluster_registry_and_settings_changes_a
 
     let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
     assert_eq!(add.0, Some(0), "{add:?}");
-    let set = cli(&world, &["settings", "set", "batch_size", "321", "--actor", "newbie"]);
+    let set = cli(&world, &["settings", "set", "batch_size", "321", "--as", "newbie"]);
     assert_eq!(set.0, Some(0), "{set:?}");
     assert_eq!(setting(&world.pool, "batch_size").await, (json!(321), "newbie".to_string()));
     let remove = cli(&world, &["cluster", "remove", "north", "--as", "newbie"]);
@@ -717,7 +717,7 @@ async fn before_the_first_admin_on_every_cluster_registry_and_settings_changes_a
     assert_eq!(first.0, Some(0), "{first:?}");
     let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
     assert_eq!(add.0, Some(4), "{add:?}");
-    let set = cli(&world, &["settings", "set", "batch_size", "654", "--actor", "newbie"]);
+    let set = cli(&world, &["settings", "set", "batch_size", "654", "--as", "newbie"]);
     assert_eq!(set.0, Some(4), "{set:?}");
     assert_eq!(setting(&world.pool, "batch_size").await, (json!(321), "newbie".to_string()));
 

@@ -26,7 +26,7 @@ async fn assert_staging_removed(run: uuid::Uuid) {
 async fn assert_run_view(world: &World, run: uuid::Uuid, source: &str, target: &str) {
     let show = |json: bool| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_artemis-transfer"));
-        cmd.args(["runs", "show", &run.to_string()]).env("DATABASE_URL", &world.url);
+        cmd.args(["runs", "show", &run.to_string(), "--as", crate::support::OPERATOR]).env("DATABASE_URL", &world.url);
         if json {
             cmd.arg("--json");
         }

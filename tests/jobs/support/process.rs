@@ -125,11 +125,11 @@ impl Drop for WorkerProcess {
     }
 }
 
-/// Runs `artemis-transfer admin --actor <actor> <args…>` against `url` and returns its output.
+/// Runs `artemis-transfer admin --as <actor> <args…>` against `url` and returns its output.
 pub fn admin(url: &str, actor: &str, args: &[&str]) -> Output {
     Command::new(binary())
         .arg("admin")
-        .args(["--actor", actor])
+        .args(["--as", actor])
         .args(args)
         .env("DATABASE_URL", url)
         .env("RUST_LOG", "warn")
