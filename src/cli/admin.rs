@@ -96,12 +96,12 @@ pub async fn run(pool: &PgPool, args: AdminArgs, operator: &str) -> Result<Exit,
         }
         AdminCommand::Rescue { worker } => {
             let jobs = admin::rescue(pool, &actor, &worker).await?;
-            print_line(
-                &mut out,
-                json,
-                &jobs,
-                &format!("rotated {} lease(s) of worker {worker}: {jobs:?}", jobs.len()),
-            )?;
+            if json {
+                super::terminal::json_lines(&mut out, &jobs).map_err(CliError::Output)?;
+            } else {
+                writeln!(out, "rotated {} lease(s) of worker {worker}: {jobs:?}", jobs.len())
+                    .map_err(CliError::Output)?;
+            }
         }
         AdminCommand::Prune { older_than } => {
             let deleted = admin::prune(pool, &actor, older_than).await?;
@@ -121,16 +121,16 @@ pub async fn run(pool: &PgPool, args: AdminArgs, operator: &str) -> Result<Exit,
 }
 
 fn print_line(out: &mut impl Write, json: bool, value: &impl serde::Serialize, words: &str) -> Result<(), CliError> {
-    let line = if json { serde_json::to_string(value).unwrap_or_default() } else { words.to_owned() };
-    writeln!(out, "{line}").map_err(CliError::Output)
+    if json {
+        super::terminal::json_one(out, value).map_err(CliError::Output)
+    } else {
+        writeln!(out, "{words}").map_err(CliError::Output)
+    }
 }
 
 fn print_jobs(out: &mut impl Write, rows: &[JobRow], json: bool) -> std::io::Result<()> {
     if json {
-        for row in rows {
-            writeln!(out, "{}", serde_json::to_string(row).unwrap_or_default())?;
-        }
-        return Ok(());
+        return super::terminal::json_lines(out, rows);
     }
     writeln!(
         out,

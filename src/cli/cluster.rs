@@ -72,7 +72,7 @@ pub enum ClusterCommand {
     /// List the registered clusters the operator may see, with their nodes and endpoints; with --from, the
     /// clusters a transfer from that cluster could go to, each enabled or disabled with the reason.
     List {
-        /// Print JSON (an array of clusters; with --from, of targets) instead of text.
+        /// Print JSON lines instead of text: one cluster a line (with --from, one target a line).
         #[arg(long)]
         json: bool,
         /// List the targets of a transfer from this cluster.
@@ -125,8 +125,7 @@ pub async fn run(pool: &PgPool, args: ClusterArgs, operator: &str) -> Result<Exi
         ClusterCommand::List { json, from: Some(source) } => {
             let targets = crate::transfer::service::targets_for(pool, operator, &source).await?;
             if json {
-                let text = serde_json::to_string_pretty(&targets).unwrap_or_default();
-                writeln!(out, "{text}").map_err(CliError::Output)?;
+                super::terminal::json_lines(&mut out, &targets).map_err(CliError::Output)?;
             } else {
                 for t in &targets {
                     match &t.reason {
@@ -147,8 +146,7 @@ pub async fn run(pool: &PgPool, args: ClusterArgs, operator: &str) -> Result<Exi
             }
             let clusters = visible;
             if json {
-                let text = serde_json::to_string_pretty(&clusters).unwrap_or_default();
-                writeln!(out, "{text}").map_err(CliError::Output)?;
+                super::terminal::json_lines(&mut out, &clusters).map_err(CliError::Output)?;
             } else if clusters.is_empty() {
                 writeln!(out, "No cluster is registered. Add one with `artemis-transfer cluster add`.")
                     .map_err(CliError::Output)?;

@@ -53,7 +53,7 @@ pub enum GrantCommand {
         /// Only grants on this cluster (`*` for the grants on every cluster).
         #[arg(long)]
         cluster: Option<String>,
-        /// Print JSON instead of a table.
+        /// Print JSON lines (one grant a line) instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -128,8 +128,7 @@ pub async fn run(pool: &PgPool, args: GrantArgs, by: &str) -> Result<Exit, CliEr
                 Err(e) => return Err(refused(e)),
             };
             if json {
-                let text = serde_json::to_string_pretty(&rows).unwrap_or_default();
-                writeln!(out, "{text}").map_err(CliError::Output)?;
+                super::terminal::json_lines(&mut out, &rows).map_err(CliError::Output)?;
             } else if rows.is_empty() {
                 writeln!(out, "no grants").map_err(CliError::Output)?;
             } else {

@@ -57,11 +57,12 @@ pub async fn run(pool: &PgPool, args: OrphansArgs, operator: &str) -> Result<Exi
             let found = orphans::list(pool, Some(permits), operator).await?;
             let mut out = super::terminal::stdout();
             if json {
-                let text = serde_json::to_string_pretty(&found).expect("orphans serialise");
-                writeln!(out, "{text}").map_err(CliError::Output)?;
+                let unchecked = found.unchecked.iter().map(|u| serde_json::json!({ "unchecked": u }));
+                let lines = found.orphans.iter().map(|o| serde_json::json!(o)).chain(unchecked);
+                super::terminal::json_lines(&mut out, lines).map_err(CliError::Output)?;
             } else {
                 if found.orphans.is_empty() {
-                    writeln!(out, "{}", none_found(found.unchecked.len())).map_err(CliError::Output)?;
+                    writeln!(out, "{}", none_found(found.answered, &found.unchecked)).map_err(CliError::Output)?;
                 }
                 for o in &found.orphans {
                     writeln!(out, "{}  {} messages", o.display(), o.messages).map_err(CliError::Output)?;
@@ -126,12 +127,20 @@ fn parse_orphan(s: &str) -> Result<OrphanName, String> {
     }
 }
 
-/// The words of a listing that found no orphan, when `unchecked` nodes could not be asked: "none" only when every
-/// node answered; otherwise what is unknown stays unknown.
-fn none_found(unchecked: usize) -> String {
-    match unchecked {
-        0 => "no orphans".into(),
-        n => format!(
+/// The words of a listing that found no orphan, when `answered` nodes answered and `unchecked` could not be asked:
+/// "none" only when every node answered; when none did, that nobody answered, naming them; otherwise what is unknown
+/// stays unknown.
+fn none_found(answered: usize, unchecked: &[orphans::Unchecked]) -> String {
+    match (answered, unchecked.len()) {
+        (_, 0) => "no orphans".into(),
+        (0, n) => {
+            let named: Vec<String> = unchecked.iter().map(|u| format!("{}/{}", u.cluster, u.node)).collect();
+            format!(
+                "no node answered ({n}: {}), so whether any holds orphans is unknown; why each did not is below",
+                named.join(", ")
+            )
+        }
+        (_, n) => format!(
             "no orphans on the nodes that answered; {n} node(s) could not be checked (below), so whether they hold \
              orphans is unknown"
         ),
@@ -153,8 +162,12 @@ mod tests {
 
     #[test]
     fn an_empty_listing_says_none_only_when_every_node_answered() {
-        assert_eq!(super::none_found(0), "no orphans");
-        let words = super::none_found(2);
+        let down = |node: &str| orphans::Unchecked { cluster: "east".into(), node: node.into(), why: "down".into() };
+        assert_eq!(none_found(3, &[]), "no orphans");
+        let words = none_found(1, &[down("east-1"), down("east-2")]);
         assert!(words.contains("2 node(s) could not be checked") && words.contains("unknown"), "{words}");
+        let words = none_found(0, &[down("east-1"), down("east-2")]);
+        assert!(words.starts_with("no node answered (2: east/east-1, east/east-2)"), "{words}");
+        assert!(!words.contains("nodes that answered"), "{words}");
     }
 }

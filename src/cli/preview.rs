@@ -91,8 +91,7 @@ pub async fn run(pool: &PgPool, args: PreviewArgs, operator: &str) -> Result<Exi
     };
     let mut out = super::terminal::stdout();
     if args.json {
-        let text = serde_json::to_string_pretty(&stored).unwrap_or_default();
-        writeln!(out, "{text}").map_err(CliError::Output)?;
+        super::terminal::json_one(&mut out, &stored).map_err(CliError::Output)?;
     } else {
         out.write_all(render(&stored, Utc::now()).as_bytes()).map_err(CliError::Output)?;
     }

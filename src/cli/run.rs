@@ -71,7 +71,7 @@ pub enum RunsCommand {
         /// How many.
         #[arg(long, default_value_t = 20)]
         limit: i64,
-        /// JSON instead of a table.
+        /// JSON lines (one run a line) instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -79,7 +79,7 @@ pub enum RunsCommand {
     Show {
         /// The run.
         run: Uuid,
-        /// JSON instead of text.
+        /// JSON (one object) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -125,29 +125,35 @@ pub async fn execute(pool: &PgPool, args: ExecuteArgs, operator: &str, max_attem
             let holders = runs::slot_holders(pool).await?.len();
             let cap = crate::jobs::settings::load(pool).await?.concurrent_runs as usize;
             match runs::queue_position(pool, RunId(args.run)).await? {
-                Some(p) if holders >= cap => {
-                    println!("run {} is queued (place {p}): all {cap} concurrent-runs slots are taken", args.run)
-                }
-                _ => println!("run {} is queued for the next free worker", args.run),
+                Some(p) if holders >= cap => say(format_args!(
+                    "run {} is queued (place {p}): all {cap} concurrent-runs slots are taken",
+                    args.run
+                ))?,
+                _ => say(format_args!("run {} is queued for the next free worker", args.run))?,
             }
             if args.watch {
                 return watch(pool, WatchArgs { run: args.run, every: 1.0 }, operator).await;
             }
-            println!("follow it with: artemis-transfer watch {}", args.run);
+            say(format_args!("follow it with: artemis-transfer watch {}", args.run))?;
             Ok(Exit::Success)
         }
         Err(e) => Err(not_done(e)),
     }
 }
 
+/// One line of an answer on standard output (a reader gone is told as a broken pipe, which ends quietly).
+fn say(words: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    writeln!(super::terminal::stdout(), "{words}").map_err(CliError::Output)
+}
+
 /// `stop`.
 pub async fn stop(pool: &PgPool, args: StopArgs, operator: &str) -> Result<Exit, CliError> {
     match actions::stop(pool, args.run, &args.reason, operator).await {
-        Ok(runs::StopRequest::Stopped) => println!("run {} stopped", args.run),
+        Ok(runs::StopRequest::Stopped) => say(format_args!("run {} stopped", args.run))?,
         Ok(runs::StopRequest::Requested) => {
-            println!("run {}: stop requested; the batch in flight finishes first", args.run)
+            say(format_args!("run {}: stop requested; the batch in flight finishes first", args.run))?
         }
-        Ok(runs::StopRequest::AlreadyEnded(state)) => println!("run {} had already ended: {state}", args.run),
+        Ok(runs::StopRequest::AlreadyEnded(state)) => say(format_args!("run {} had already ended: {state}", args.run))?,
         Err(e) => return Err(not_done(e)),
     }
     Ok(Exit::Success)
@@ -156,7 +162,7 @@ pub async fn stop(pool: &PgPool, args: StopArgs, operator: &str) -> Result<Exit,
 /// `resume`.
 pub async fn resume(pool: &PgPool, args: ResumeArgs, operator: &str, max_attempts: i32) -> Result<Exit, CliError> {
     match actions::resume(pool, args.run, operator, max_attempts).await {
-        Ok(_) => println!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run),
+        Ok(_) => say(format_args!("run {} resumed; follow it with: artemis-transfer watch {}", args.run, args.run))?,
         Err(e) => return Err(not_done(e)),
     }
     Ok(Exit::Success)
@@ -179,7 +185,9 @@ pub async fn return_to_source(
         )));
     }
     match actions::return_to_source(pool, args.run, operator, max_attempts).await {
-        Ok(_) => println!("run {} is returning; follow it with: artemis-transfer watch {}", args.run, args.run),
+        Ok(_) => {
+            say(format_args!("run {} is returning; follow it with: artemis-transfer watch {}", args.run, args.run))?
+        }
         Err(e) => return Err(not_done(e)),
     }
     Ok(Exit::Success)
@@ -205,8 +213,7 @@ pub async fn runs(pool: &PgPool, command: RunsCommand, operator: &str) -> Result
             let query = view::LinesQuery { limit, visible_to: Some(operator.to_owned()), ..Default::default() };
             let lines = view::lines(pool, &query).await.map_err(CliError::Db)?;
             if json {
-                serde_json::to_writer_pretty(&mut out, &lines).map_err(|e| CliError::Output(e.into()))?;
-                writeln!(out).map_err(CliError::Output)?;
+                super::terminal::json_lines(&mut out, &lines).map_err(CliError::Output)?;
                 return Ok(Exit::Success);
             }
             writeln!(out, "{:<36}  {:<19}  {:<4}  {:>15}  FROM → TO", "RUN", "STATE", "MODE", "DELIVERED")
@@ -231,8 +238,7 @@ pub async fn runs(pool: &PgPool, command: RunsCommand, operator: &str) -> Result
             visible_line(pool, run, operator).await?;
             let view = view::load(pool, run).await?;
             if json {
-                serde_json::to_writer_pretty(&mut out, &view).map_err(|e| CliError::Output(e.into()))?;
-                writeln!(out).map_err(CliError::Output)?;
+                super::terminal::json_one(&mut out, &view).map_err(CliError::Output)?;
                 return Ok(Exit::Success);
             }
             write!(out, "{}", show(&view)).map_err(CliError::Output)?;

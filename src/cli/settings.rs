@@ -74,8 +74,11 @@ pub async fn run(pool: &PgPool, args: SettingsArgs, named: &Named) -> Result<Exi
             let asked = serde_json::json!({ "text": value });
             authorise_admin_on(pool, &actor.0, EVERY_CLUSTER, "settings.set", target, asked).await?;
             let changed = admin::set_setting(pool, &actor, &key, &value, None).await?;
-            let line = if args.json { serde_json::to_string(&changed).unwrap_or_default() } else { describe(&changed) };
-            writeln!(out, "{line}").map_err(CliError::Output)?;
+            if args.json {
+                super::terminal::json_one(&mut out, &changed).map_err(CliError::Output)?;
+            } else {
+                writeln!(out, "{}", describe(&changed)).map_err(CliError::Output)?;
+            }
         }
     }
     Ok(Exit::Success)
@@ -94,10 +97,7 @@ fn describe(changed: &Changed) -> String {
 /// Every known setting in the order of docs/settings.md; one the database lacks says so.
 fn print_rows(out: &mut impl Write, rows: &[SettingRow], json: bool) -> std::io::Result<()> {
     if json {
-        for row in rows {
-            writeln!(out, "{}", serde_json::to_string(row).unwrap_or_default())?;
-        }
-        return Ok(());
+        return super::terminal::json_lines(out, rows);
     }
     writeln!(out, "{:<24}  {:<24}  {:<28}  changed at", "setting", "value", "changed by")?;
     for (key, _) in KEYS {

@@ -82,6 +82,21 @@ pub fn is_broken_pipe(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// `--json` of a single thing (docs/cli.md, "JSON"): one compact object on one line.
+pub fn json_one(out: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    writeln!(out)
+}
+
+/// `--json` of a list (docs/cli.md, "JSON"): JSON lines, one compact object a line, no enclosing array; nothing for
+/// an empty list.
+pub fn json_lines<T: serde::Serialize>(out: &mut impl Write, items: impl IntoIterator<Item = T>) -> io::Result<()> {
+    for item in items {
+        json_one(out, &item)?;
+    }
+    Ok(())
+}
+
 /// Standard output, locked, through [`Safe`].
 pub fn stdout() -> Safe<io::StdoutLock<'static>> {
     Safe(io::stdout().lock())
@@ -125,6 +140,19 @@ mod tests {
         writeln!(safe, "reason: {reason}").unwrap();
         safe.write_all(&[b'a', 0x1b, 0xff, b'\n']).unwrap();
         assert_eq!(safe.0, b"reason: ok\\u001b[31m red\na\\u001b\xff\n");
+    }
+
+    #[test]
+    fn a_list_is_json_lines_and_a_single_thing_one_line() {
+        let mut out = Vec::new();
+        json_lines(&mut out, [serde_json::json!({"a": [1, 2]}), serde_json::json!({"b": "x\ny"})]).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "{\"a\":[1,2]}\n{\"b\":\"x\\ny\"}\n");
+        let mut none = Vec::new();
+        json_lines(&mut none, Vec::<u8>::new()).unwrap();
+        assert!(none.is_empty(), "an empty list prints nothing");
+        let mut one = Vec::new();
+        json_one(&mut one, &serde_json::json!({"run": {"id": 1}})).unwrap();
+        assert_eq!(one, b"{\"run\":{\"id\":1}}\n");
     }
 
     #[test]

@@ -93,6 +93,10 @@ pub struct Orphans {
     pub orphans: Vec<Orphan>,
     /// Nodes that could not be asked: whether they hold orphans is unknown.
     pub unchecked: Vec<Unchecked>,
+    /// How many nodes answered (none: every node listed is unchecked, and "no orphans" would claim what nobody
+    /// said). Not in the API's answer, whose `unchecked` already says it.
+    #[serde(skip)]
+    pub answered: usize,
 }
 
 /// What a return does, shown before the operator types the staging queue's name.
@@ -265,6 +269,7 @@ pub async fn list(
 ) -> Result<Orphans, OrphanError> {
     let mut found: Vec<Orphan> = Vec::new();
     let mut unchecked = Vec::new();
+    let mut answered = 0;
     for cluster in store::list(pool).await? {
         if !permissions::has_grant(pool, principal, &cluster.name, Permission::ClusterRead).await? {
             continue;
@@ -289,12 +294,15 @@ pub async fn list(
             }
             .await;
             match listed {
-                Ok(queues) => found.extend(queues.into_iter().map(|(queue, messages)| Orphan {
-                    cluster: cluster.name.clone(),
-                    node: node.name.clone(),
-                    queue,
-                    messages,
-                })),
+                Ok(queues) => {
+                    answered += 1;
+                    found.extend(queues.into_iter().map(|(queue, messages)| Orphan {
+                        cluster: cluster.name.clone(),
+                        node: node.name.clone(),
+                        queue,
+                        messages,
+                    }))
+                }
                 Err(OrphanError::Registry(RegistryError::Db(e))) => return Err(e.into()),
                 Err(e) => unchecked.push(Unchecked {
                     cluster: cluster.name.clone(),
@@ -308,7 +316,7 @@ pub async fn list(
     let owned = owned(pool, &names).await?;
     found.retain(|o| !owned.contains(&o.queue));
     found.sort_by(|a, b| (&a.cluster, &a.node, &a.queue).cmp(&(&b.cluster, &b.node, &b.queue)));
-    Ok(Orphans { orphans: found, unchecked })
+    Ok(Orphans { orphans: found, unchecked, answered })
 }
 
 /// What the operator asks to return.

@@ -560,7 +560,7 @@ async fn admin_commands_and_grant_changes_need_an_admin_grant_and_refusals_are_a
     assert_eq!(added.0, Some(0), "{added:?}");
     assert!(permissions::has_grant(&world.pool, "zed", "west", Permission::MessageSend).await.unwrap());
     let own = cli(&world, &["grant", "list", "zed", "--as", "zed", "--json"]);
-    let rows: Value = serde_json::from_str(&own.1).unwrap();
+    let rows: Vec<Value> = own.1.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert_eq!(rows[0]["permission"], "message:send", "{own:?}");
     let others = cli(&world, &["grant", "list", "--as", "zed"]);
     assert_eq!(others.0, Some(4), "listing everybody's grants needs admin on *: {others:?}");

@@ -37,10 +37,19 @@ impl Ran {
         self
     }
 
-    /// The standard output as JSON.
+    /// The standard output as JSON: one object on one line (docs/cli.md, "JSON": a single thing).
     pub fn json(&self) -> Value {
+        assert_eq!(self.stdout.lines().count(), 1, "one object on one line:\n{}", self.stdout);
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
+    /// The standard output as JSON lines, one object a line (docs/cli.md, "JSON": a list), as an array.
+    pub fn json_lines(&self) -> Value {
+        let lines = self.stdout.lines().map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}\n{}", self.stdout))
+        });
+        Value::Array(lines.collect())
     }
 }
 
@@ -141,7 +150,7 @@ async fn clusters_are_added_listed_and_removed_from_the_command_line() {
     assert!(listed.stdout.starts_with("east  (2 node(s), credentials `testbed`)"), "{}", listed.stdout);
     assert!(listed.stdout.contains("node east-1") && listed.stdout.contains("node east-2"), "{}", listed.stdout);
 
-    let json = cli.run(&["cluster", "list", "--json"]).await.json();
+    let json = cli.run(&["cluster", "list", "--json"]).await.json_lines();
     assert_eq!(json.as_array().map(Vec::len), Some(1), "{json}");
     let nodes: Vec<&str> = json[0]["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
     assert_eq!(nodes, ["east-1", "east-2"]);
@@ -158,7 +167,8 @@ async fn clusters_are_added_listed_and_removed_from_the_command_line() {
     cli.run(&["cluster", "remove", "east"]).await.expect_code(0);
     let empty = cli.run(&["cluster", "list"]).await;
     assert!(empty.stdout.contains("No cluster is registered"), "{}", empty.stdout);
-    assert_eq!(cli.run(&["cluster", "list", "--json"]).await.json(), json!([]));
+    let none = cli.run(&["cluster", "list", "--json"]).await;
+    assert_eq!(none.stdout, "", "an empty list is no line at all");
     let gone = cli.run(&["cluster", "remove", "east"]).await;
     gone.expect_code(4);
     assert!(gone.stderr.contains("no cluster named east is registered"), "{}", gone.stderr);
@@ -254,7 +264,7 @@ async fn a_preview_prints_its_findings_for_a_new_user() {
     let shown = cli.run(&["runs", "show", stored["run_id"].as_str().unwrap()]).await;
     assert!(shown.stdout.contains("state      previewed\n"), "{}", shown.stdout);
     assert!(shown.stdout.contains("selected   4 (counted by the preview at t0)"), "{}", shown.stdout);
-    let listed_json = cli.run(&["runs", "list", "--json"]).await.json();
+    let listed_json = cli.run(&["runs", "list", "--json"]).await.json_lines();
     let refused_runs = listed_json.as_array().unwrap().iter().filter(|r| r["refused"] == true).count();
     assert_eq!(refused_runs, 1, "{listed_json}");
 

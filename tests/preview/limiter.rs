@@ -215,7 +215,7 @@ async fn three_processes_share_the_node_rate_and_each_preview_is_one_batch() {
         ])
         .await;
     added.expect_code(0);
-    let clusters = cli.run(&["cluster", "list", "--json"]).await.json();
+    let clusters = cli.run(&["cluster", "list", "--json"]).await.json_lines();
     assert_eq!(clusters[0]["nodes"][0]["name"], "east-1");
     assert_eq!(
         clusters[0]["nodes"][0]["endpoints"][0]["jolokia_url"],
