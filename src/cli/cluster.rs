@@ -19,7 +19,7 @@ use sqlx::PgPool;
 
 use crate::cli::grant::authorise_admin_on;
 use crate::cli::{CliError, Exit};
-use crate::registry::discover::{conventional_jolokia_url_over, discover, Seed};
+use crate::registry::discover::{conventional_jolokia_url_over, discover, Seed, SEED};
 use crate::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
 use crate::transfer::audit::{audit_entry, AuditEntry};
 
@@ -91,14 +91,16 @@ pub async fn run(pool: &PgPool, args: ClusterArgs, operator: &str) -> Result<Exi
     let mut out = super::terminal::stdout();
     match args.command {
         ClusterCommand::Add { name, core_url, jolokia_url, credentials_ref, member_jolokia } => {
-            let by = operator;
             let target = format!("cluster:{name}");
             let asked = json!({ "core_url": core_url, "credentials_ref": credentials_ref });
-            let bootstrap = authorise_admin_on(pool, &by, &name, "cluster.add", target, asked.clone()).await?;
+            let bootstrap = authorise_admin_on(pool, operator, &name, "cluster.add", target, asked.clone()).await?;
             let added = async {
                 let credentials = Credentials::from_env(&credentials_ref)?;
+                let derived = jolokia_url.is_none();
                 let seed = seed(&core_url, jolokia_url, member_jolokia)?;
-                let nodes = discover(&seed, &credentials, DISCOVERY_TIMEOUT).await?;
+                let nodes = discover(&seed, &credentials, DISCOVERY_TIMEOUT)
+                    .await
+                    .map_err(|e| seed_unanswered(e, &seed.jolokia_url, derived))?;
                 let cluster = Cluster { name: name.clone(), credentials_ref: credentials_ref.clone(), nodes };
                 store::add(pool, &cluster).await?;
                 Ok::<_, RegistryError>((seed, cluster))
@@ -110,7 +112,7 @@ pub async fn run(pool: &PgPool, args: ClusterArgs, operator: &str) -> Result<Exi
                 detail["seed_jolokia_url"] = json!(seed.jolokia_url);
                 detail["nodes"] = json!(cluster.nodes.iter().map(|n| &n.name).collect::<Vec<_>>());
             }
-            let (seed, cluster) = audited(pool, &by, "cluster.add", &name, detail, added).await?;
+            let (seed, cluster) = audited(pool, operator, "cluster.add", &name, detail, added).await?;
             writeln!(
                 out,
                 "Registered cluster {} with {} node(s), learnt from {} (credentials `{}`, read from the environment):",
@@ -165,15 +167,14 @@ pub async fn run(pool: &PgPool, args: ClusterArgs, operator: &str) -> Result<Exi
             }
         }
         ClusterCommand::Remove { name } => {
-            let by = operator;
             let target = format!("cluster:{name}");
-            let bootstrap = authorise_admin_on(pool, &by, &name, "cluster.remove", target, json!({})).await?;
+            let bootstrap = authorise_admin_on(pool, operator, &name, "cluster.remove", target, json!({})).await?;
             let removed = match store::remove(pool, &name).await {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(RegistryError::NotFound(format!("no cluster named {name} is registered"))),
                 Err(e) => Err(e),
             };
-            audited(pool, &by, "cluster.remove", &name, json!({ "bootstrap": bootstrap }), removed).await?;
+            audited(pool, operator, "cluster.remove", &name, json!({ "bootstrap": bootstrap }), removed).await?;
             writeln!(out, "Removed cluster {name} and its nodes.").map_err(CliError::Output)?;
         }
     }
@@ -252,6 +253,26 @@ fn seed(core_url: &str, jolokia_url: Option<String>, members: Vec<(String, Strin
             })?,
     };
     Ok(Seed { jolokia_url, core_url: Some(core_url.to_string()), jolokia_by_core })
+}
+
+/// Discovery's failure when the seed's management endpoint did not answer, in words that name the URL tried and,
+/// when that URL was derived from the Core URL, the flag that gives the right one; any other failure as it was.
+fn seed_unanswered(e: RegistryError, url: &str, derived: bool) -> RegistryError {
+    use crate::broker::jolokia::JolokiaError;
+    let why = match &e {
+        RegistryError::Jolokia(JolokiaError::Unreachable { node, reason }) if node == SEED => reason.clone(),
+        RegistryError::Jolokia(JolokiaError::Timeout { node, after }) if node == SEED => {
+            format!("no answer within {after:?}")
+        }
+        _ => return e,
+    };
+    let next = if derived {
+        "That URL was derived from --core-url by the port convention (HTTP port = Core port − 61616 + 8161): if the \
+         broker's web console listens elsewhere, give its Jolokia URL with --jolokia-url"
+    } else {
+        "Check that the broker runs and that its web console serves Jolokia at that URL (--jolokia-url)"
+    };
+    RegistryError::Discovery(format!("the seed's management endpoint {url} did not answer ({why}). {next}"))
 }
 
 fn parse_member(s: &str) -> Result<(String, String), String> {

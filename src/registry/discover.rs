@@ -198,6 +198,9 @@ async fn verify(
     }
 }
 
+/// The name discovery gives the seed node in its errors, before it knows the broker's own.
+pub const SEED: &str = "seed";
+
 /// Every logical node of the seed's cluster, with its primary and backup endpoints.
 pub async fn discover(
     seed: &Seed,
@@ -205,7 +208,7 @@ pub async fn discover(
     timeout: Duration,
 ) -> Result<Vec<ClusterNode>, RegistryError> {
     let reach = Reach::of(seed)?;
-    let seed_mgmt = BrokerManagement::discover(reach.client(&seed.jolokia_url, "seed", credentials, timeout)).await?;
+    let seed_mgmt = BrokerManagement::discover(reach.client(&seed.jolokia_url, SEED, credentials, timeout)).await?;
     let seed_state = seed_mgmt.broker_state().await?;
     let seed_node_id = seed_state
         .node_id

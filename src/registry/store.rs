@@ -94,6 +94,16 @@ pub async fn add(pool: &PgPool, cluster: &Cluster) -> Result<(), RegistryError> 
             cluster.name
         )));
     }
+    registry_lock(&mut *tx).await?;
+    let node_ids: Vec<String> = cluster.nodes.iter().map(|n| n.node_id.clone()).collect();
+    if let Some((holder, holding, node_id)) = node_holder(&mut *tx, &node_ids).await? {
+        let node = cluster.nodes.iter().find(|n| n.node_id == node_id).map_or("?", |n| n.name.as_str());
+        return Err(RegistryError::Conflict(format!(
+            "the brokers of node {node} (NodeID {node_id}) are already registered as node {holding} of cluster \
+             {holder}: a broker belongs to one cluster. Use {holder}, or remove it first (artemis-transfer cluster \
+             remove {holder})"
+        )));
+    }
     for node in &cluster.nodes {
         node_insert(&mut *tx, &cluster.name, node).await?;
         for endpoint in &node.endpoints {
@@ -227,6 +237,20 @@ struct EndpointRow {
 async fn cluster_insert(db: impl PgExecutor<'_>, name: &str, credentials_ref: &str) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(include_str!("sql/cluster_insert.sql")).bind(name).bind(credentials_ref).execute(db).await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// `registry_lock.sql`: no other registration checks or writes nodes until this transaction ends.
+async fn registry_lock(db: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(include_str!("sql/registry_lock.sql")).execute(db).await?;
+    Ok(())
+}
+
+/// `node_holder.sql`: (cluster, node, NodeID) of a registered node that has one of `node_ids`.
+async fn node_holder(
+    db: impl PgExecutor<'_>,
+    node_ids: &[String],
+) -> Result<Option<(String, String, String)>, sqlx::Error> {
+    sqlx::query_as(include_str!("sql/node_holder.sql")).bind(node_ids).fetch_optional(db).await
 }
 
 /// `node_insert.sql`: `node` of `cluster` (not its endpoints).

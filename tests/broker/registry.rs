@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use artemis_transfer::registry::discover::{discover, Seed};
 use artemis_transfer::registry::live::live_endpoint;
-use artemis_transfer::registry::{store, Cluster, Credentials, EndpointRole};
+use artemis_transfer::registry::{store, Cluster, Credentials, EndpointRole, RegistryError};
 use testbed::TestBed;
 
 fn credentials(bed: &TestBed) -> Credentials {
@@ -75,6 +75,14 @@ async fn clusters_are_stored_listed_and_removed() {
     assert_eq!(store::get(&pool, "west").await.unwrap(), cluster);
     let again = store::add(&pool, &cluster).await.unwrap_err().to_string();
     assert!(again.contains("already registered"), "{again}");
+    // The same brokers under a second name: a broker belongs to one cluster, known by its NodeID.
+    let twin = Cluster { name: "west-again".into(), ..cluster.clone() };
+    let refused = store::add(&pool, &twin).await.unwrap_err();
+    assert!(matches!(refused, RegistryError::Conflict(_)), "{refused:?}");
+    let words = refused.to_string();
+    assert!(words.contains("already registered as node west-1 of cluster west"), "{words}");
+    assert!(words.contains("artemis-transfer cluster remove west"), "{words}");
+    assert!(store::get(&pool, "west-again").await.is_err(), "nothing of the refused cluster is stored");
     assert_eq!(store::list(&pool).await.unwrap().len(), 1);
     assert!(store::remove(&pool, "west").await.unwrap());
     assert!(!store::remove(&pool, "west").await.unwrap());

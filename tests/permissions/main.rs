@@ -587,7 +587,7 @@ async fn admin_commands_and_grant_changes_need_an_admin_grant_and_refusals_are_a
 
 /// `cluster add <name>` seeded from the test-bed node `seed`, with the `testbed` credentials, then `extra`.
 fn cluster_add(world: &World, name: &str, seed: &str, extra: &[&str]) -> (Option<i32>, String, String) {
-    let core_url = TestBed::get().node(seed).core_url();
+    let core_url = TestBed::get().node(seed).registered_core_url();
     let mut args = vec!["cluster", "add", name, "--core-url", &core_url, "--credentials", "testbed"];
     args.extend_from_slice(extra);
     cli(world, &args)
@@ -656,13 +656,14 @@ async fn registry_and_settings_changes_need_an_admin_grant_and_refusals_are_audi
     assert_eq!(registry(&world.pool).await, clusters, "no refusal changed the registry");
     assert_eq!(setting(&world.pool, "batch_size").await, batch_size, "no refusal changed a setting");
 
-    // An admin of north may register north; an admin of `*` may remove it and change a setting.
-    let add = cluster_add(&world, "north", "west-1", &["--as", "nora"]);
+    // An admin of north may register north (secure-1: west-1's brokers belong to west already); an admin of `*` may
+    // remove it and change a setting.
+    let add = cluster_add(&world, "north", "secure-1", &["--as", "nora"]);
     assert_eq!(add.0, Some(0), "{add:?}");
     assert!(add.1.starts_with("Registered cluster north with 1 node(s)"), "{add:?}");
     assert_eq!(registry(&world.pool).await.len(), 3);
     // Allowed, but the registry says no: audited too.
-    let again = cluster_add(&world, "north", "west-1", &["--as", "nora"]);
+    let again = cluster_add(&world, "north", "secure-1", &["--as", "nora"]);
     assert_eq!(again.0, Some(4), "{again:?}");
     assert!(again.2.contains("a cluster named north is already registered"), "{again:?}");
     let remove = cli(&world, &["cluster", "remove", "north", "--as", OPERATOR]);
@@ -694,7 +695,7 @@ async fn registry_and_settings_changes_need_an_admin_grant_and_refusals_are_audi
     assert_eq!(seen, expected);
     assert_eq!(trail[0].5["error"], "operator mallory lacks admin on cluster north", "the refusal's words");
     let added = trail.iter().find(|t| t.3 == "ok").unwrap();
-    assert_eq!((&added.5["nodes"], &added.5["bootstrap"]), (&json!(["west-1"]), &json!(false)), "{added:?}");
+    assert_eq!((&added.5["nodes"], &added.5["bootstrap"]), (&json!(["secure-1"]), &json!(false)), "{added:?}");
 }
 
 #[tokio::test]
@@ -703,7 +704,7 @@ async fn before_the_first_admin_on_every_cluster_registry_and_settings_changes_a
     // A fresh deployment: nobody holds any grant yet (the world's own grants are taken away).
     sqlx::query("DELETE FROM transfer_grant").execute(&world.pool).await.unwrap();
 
-    let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
+    let add = cluster_add(&world, "north", "secure-1", &["--as", "newbie"]);
     assert_eq!(add.0, Some(0), "{add:?}");
     let set = cli(&world, &["settings", "set", "batch_size", "321", "--as", "newbie"]);
     assert_eq!(set.0, Some(0), "{set:?}");
@@ -715,7 +716,7 @@ async fn before_the_first_admin_on_every_cluster_registry_and_settings_changes_a
     // The first admin on `*` ends the bootstrap: the same commands by the same operator are refused now.
     let first = cli(&world, &["grant", "add", "root", "*", "admin", "--as", "newbie"]);
     assert_eq!(first.0, Some(0), "{first:?}");
-    let add = cluster_add(&world, "north", "west-1", &["--as", "newbie"]);
+    let add = cluster_add(&world, "north", "secure-1", &["--as", "newbie"]);
     assert_eq!(add.0, Some(4), "{add:?}");
     let set = cli(&world, &["settings", "set", "batch_size", "654", "--as", "newbie"]);
     assert_eq!(set.0, Some(4), "{set:?}");
