@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use artemis_core::{ConnectOptions, Connection};
+use artemis_core::{ConnectOptions, Connection, KeyPassphrase};
 
 use super::jolokia::{BrokerManagement, BrokerState};
 use crate::secret::Secret;
@@ -20,6 +20,7 @@ pub struct NodeAccess {
     pub core_url: String,
     user: String,
     password: Secret<String>,
+    key_passphrase: Option<KeyPassphrase>,
     /// The NodeID the endpoint answered with.
     node_id: String,
     /// Management of the endpoint without permits, for the liveness check of a cached end.
@@ -41,6 +42,8 @@ pub struct LiveEndpoint {
     pub user: String,
     /// Its password.
     pub password: Secret<String>,
+    /// The passphrase of the endpoint's client key, by reference (the cluster's credentials).
+    pub key_passphrase: Option<KeyPassphrase>,
     /// The node's NodeID, which the endpoint answered with.
     pub node_id: String,
 }
@@ -54,6 +57,7 @@ impl NodeAccess {
             core_url: live.core_url,
             user: live.user,
             password: live.password,
+            key_passphrase: live.key_passphrase,
             node_id: live.node_id,
             unlimited: live.unlimited,
         }
@@ -79,23 +83,35 @@ impl NodeAccess {
     /// stalls the broker gives the messages it was delivering to it back to the queue soon, and another
     /// worker can take them over once the lease expires.
     pub async fn connect(&self, ttl: Duration) -> Result<Connection, artemis_core::Error> {
-        connect_core(&self.core_url, &self.user, &self.password, Duration::from_secs(30), Some(ttl)).await
+        let login = Login { user: &self.user, password: &self.password, key_passphrase: self.key_passphrase.as_ref() };
+        connect_core(&self.core_url, login, Duration::from_secs(30), Some(ttl)).await
     }
 }
 
-/// Opens a Core connection to `core_url` as `user`, each answered call waiting at most `call_timeout`, with the
+/// Who a Core connection logs in as, and the passphrase of its client key (mutual TLS), by reference.
+#[derive(Debug, Clone, Copy)]
+pub struct Login<'a> {
+    /// The broker user.
+    pub user: &'a str,
+    /// Its password.
+    pub password: &'a Secret<String>,
+    /// The passphrase of an encrypted client key; `None`: none is given.
+    pub key_passphrase: Option<&'a KeyPassphrase>,
+}
+
+/// Opens a Core connection to `core_url` as `login`, each answered call waiting at most `call_timeout`, with the
 /// connection TTL `ttl` (`None`: the client's default). The one place the app builds Core connect options: an end
 /// a job resolved connects through [`NodeAccess::connect`], an operator's call on a node it reached itself (an
 /// orphan's return) here.
 pub async fn connect_core(
     core_url: &str,
-    user: &str,
-    password: &Secret<String>,
+    login: Login<'_>,
     call_timeout: Duration,
     ttl: Option<Duration>,
 ) -> Result<Connection, artemis_core::Error> {
     let mut options = ConnectOptions::from_url(core_url)?
-        .credentials(user.to_string(), password.expose().clone())
+        .key_passphrase(login.key_passphrase.cloned())
+        .credentials(login.user.to_string(), login.password.expose().clone())
         .call_timeout(call_timeout);
     if let Some(ttl) = ttl {
         options = options.connection_ttl(ttl);

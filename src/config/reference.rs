@@ -51,6 +51,13 @@ pub const PROCESS_VARIABLES: &[ProcessVariable] = &[
         meaning: "That user's password. Never stored, logged or answered.",
     },
     ProcessVariable {
+        name: "ARTEMIS_TRANSFER_CREDENTIALS__<REF>__KEY_PASSPHRASE",
+        read_by: "as above, for a cluster whose Core URL names an encrypted client key (keyStorePath)",
+        meaning: "The passphrase of that key (encrypted PKCS#8 PEM, PBES2), for Core and Jolokia alike; never in \
+                  the URL (keyStorePassword is refused). Unset: an encrypted key is refused in words naming this \
+                  variable. Never stored, logged or answered.",
+    },
+    ProcessVariable {
         name: "ARTEMIS_TRANSFER_API_TOKENS",
         read_by: "serve",
         meaning: "The API's bearer tokens: comma-separated `service=token` entries (24 to 512 characters), each \

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use std::collections::BTreeSet;
 
-use artemis_core::TlsOptions;
+use artemis_core::{KeyPassphrase, TlsOptions};
 
 use super::credentials::Credentials;
 use super::store::{ClusterNode, EndpointRole, NodeEndpoint};
@@ -73,9 +73,9 @@ struct Reach {
 }
 
 impl Reach {
-    fn of(seed: &Seed) -> Result<Reach, RegistryError> {
+    fn of(seed: &Seed, key_passphrase: Option<&KeyPassphrase>) -> Result<Reach, RegistryError> {
         let tls = match &seed.core_url {
-            Some(core) => of_core_url(core)?,
+            Some(core) => of_core_url(core)?.map(|tls| tls.with_key_passphrase(key_passphrase.cloned())),
             None => None,
         };
         let carried = seed.core_url.as_deref().map(carried_parameters).unwrap_or_default();
@@ -158,9 +158,8 @@ impl Reach {
         if self.tls.is_none() {
             return Ok(());
         }
-        let conn = crate::broker::node::connect_core(core_url, &credentials.user, &credentials.password, timeout, None)
-            .await
-            .map_err(|e| {
+        let conn =
+            crate::broker::node::connect_core(core_url, credentials.login(), timeout, None).await.map_err(|e| {
                 RegistryError::Discovery(format!(
                     "the member at {} does not answer Core over TLS ({e}); the cluster is registered over TLS and \
                      discovery never falls back to plain TCP: give that member a TLS acceptor",
@@ -207,7 +206,7 @@ pub async fn discover(
     credentials: &Credentials,
     timeout: Duration,
 ) -> Result<Vec<ClusterNode>, RegistryError> {
-    let reach = Reach::of(seed)?;
+    let reach = Reach::of(seed, credentials.key_passphrase.as_ref())?;
     let seed_mgmt = BrokerManagement::discover(reach.client(&seed.jolokia_url, SEED, credentials, timeout)).await?;
     let seed_state = seed_mgmt.broker_state().await?;
     let seed_node_id = seed_state
@@ -306,7 +305,7 @@ mod reach_tests {
     fn credentials_go_only_to_named_hosts() {
         let mut s = seed("tcp://b1.prod:61616", "http://b1.prod:8161/console/jolokia");
         s.jolokia_by_core.insert("b3.prod:61616".into(), "http://b3.prod:8161/console/jolokia".into());
-        let reach = Reach::of(&s).unwrap();
+        let reach = Reach::of(&s, None).unwrap();
         assert!(reach.check_named("b1.prod:61617", "http://b1.prod:8261/console/jolokia").is_ok());
         assert!(reach.check_named("b3.prod:61616", "http://b3.prod:8161/console/jolokia").is_ok());
         let err = reach.check_named("b2.prod:61616", "http://b2.prod:8161/console/jolokia").unwrap_err().to_string();
@@ -319,10 +318,10 @@ mod reach_tests {
             "tcp://b1:61617?sslEnabled=true&trustStorePath=/p/ca.pem&sniHost=b1",
             "https://b1:8161/console/jolokia",
         );
-        let reach = Reach::of(&s).unwrap();
+        let reach = Reach::of(&s, None).unwrap();
         assert_eq!(reach.core_url("b2:61617"), "tcp://b2:61617?sslEnabled=true&trustStorePath=/p/ca.pem");
         assert!(reach.refuse_plain_management("http://b2:8161/console/jolokia").is_err());
-        let plain = Reach::of(&seed("tcp://b1:61616", "http://b1:8161/console/jolokia")).unwrap();
+        let plain = Reach::of(&seed("tcp://b1:61616", "http://b1:8161/console/jolokia"), None).unwrap();
         assert_eq!(plain.core_url("b2:61616"), "tcp://b2:61616");
     }
 }

@@ -111,6 +111,7 @@ pub async fn resolve(
         core_url: endpoint.core_url.clone(),
         user: credentials.user,
         password: credentials.password,
+        key_passphrase: credentials.key_passphrase,
         node_id: node.node_id.clone(),
     }))
 }

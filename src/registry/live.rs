@@ -64,7 +64,7 @@ pub fn management(
             user: credentials.user.clone(),
             password: credentials.password.clone(),
             origin: None,
-            tls: super::tls::of_endpoint(&endpoint.core_url),
+            tls: super::tls::of_endpoint(&endpoint.core_url, credentials.key_passphrase.as_ref()),
         },
         timeout,
     );

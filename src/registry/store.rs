@@ -121,13 +121,16 @@ fn refuse_credentials_in_urls(cluster: &Cluster) -> Result<(), RegistryError> {
         for endpoint in &node.endpoints {
             for (which, url) in [("Core", &endpoint.core_url), ("Jolokia", &endpoint.jolokia_url)] {
                 if let Some(what) = credentials_in(url) {
+                    let var = |what| super::credentials::var_name(&cluster.credentials_ref, what);
                     return Err(RegistryError::CredentialsInUrl(format!(
                         "the {which} URL of node {} of cluster {} carries {what}: a registered URL is stored and \
-                         shown as given, so credentials go in the environment alone \
-                         (ARTEMIS_TRANSFER_CREDENTIALS__{}__USER and __PASSWORD); give the URL without them",
+                         shown as given, so credentials go in the environment alone ({} and {}; an encrypted \
+                         client key's passphrase in {}); give the URL without them",
                         node.name,
                         cluster.name,
-                        cluster.credentials_ref.to_uppercase(),
+                        var("USER"),
+                        var("PASSWORD"),
+                        var("KEY_PASSPHRASE"),
                     )));
                 }
             }
@@ -346,5 +349,13 @@ mod tests {
             words.contains("Jolokia URL of node east-1") && words.contains("ARTEMIS_TRANSFER_CREDENTIALS__PROD__USER")
         );
         assert!(refuse_credentials_in_urls(&cluster_with("tcp://h:61616", "http://h:8161/console/jolokia")).is_ok());
+    }
+
+    #[test]
+    fn a_key_store_password_in_a_core_url_is_refused_with_where_the_passphrase_goes() {
+        let core = "tcp://h:61617?sslEnabled=true&keyStorePath=/k.pem&keyStorePassword=hunter2";
+        let refused = refuse_credentials_in_urls(&cluster_with(core, "https://h:8161/console/jolokia"));
+        let Err(RegistryError::CredentialsInUrl(words)) = refused else { panic!("not refused: {refused:?}") };
+        assert!(words.contains("ARTEMIS_TRANSFER_CREDENTIALS__PROD__KEY_PASSPHRASE") && !words.contains("hunter2"));
     }
 }

@@ -3,9 +3,10 @@
 //! client.pem` (PEM paths; `verifyHost=false` only by explicit choice). The files stay where the operator keeps
 //! them; the registry stores the paths, never what the files hold, and refuses a URL that carries a password
 //! (`store::credentials_in`), so a store password never reaches Postgres. The endpoint's Jolokia over HTTPS uses
-//! the same material: one private CA and one client certificate per endpoint (docs/adr/0013).
+//! the same material: one private CA and one client certificate per endpoint (docs/adr/0013). An encrypted
+//! client key's passphrase comes by reference with the cluster's credentials (`credentials`), never in the URL.
 
-use artemis_core::{ConnectOptions, TlsOptions};
+use artemis_core::{ConnectOptions, KeyPassphrase, TlsOptions};
 
 use super::RegistryError;
 
@@ -21,9 +22,10 @@ pub fn of_core_url(core_url: &str) -> Result<Option<TlsOptions>, RegistryError> 
         .map_err(|e| RegistryError::Discovery(format!("the Core URL {core_url} cannot be used: {e}")))
 }
 
-/// The TLS options of an endpoint already registered (its URL was read when it was added); `None` for plain TCP.
-pub fn of_endpoint(core_url: &str) -> Option<TlsOptions> {
-    of_core_url(core_url).ok().flatten()
+/// The TLS options of an endpoint already registered (its URL was read when it was added), with the passphrase
+/// of its client key by reference (the cluster's credentials' `key_passphrase`); `None` for plain TCP.
+pub fn of_endpoint(core_url: &str, key_passphrase: Option<&KeyPassphrase>) -> Option<TlsOptions> {
+    of_core_url(core_url).ok().flatten().map(|tls| tls.with_key_passphrase(key_passphrase.cloned()))
 }
 
 /// The TLS parameters of `core_url`, `&`-joined as written (empty for a plain URL): what a member's Core URL

@@ -230,8 +230,7 @@ pub async fn browse_messages(
 ) -> Result<BrowsedPage, BrowseError> {
     let filter = asked.filter.filter(|f| !f.trim().is_empty()).map(parse_filter).transpose()?.map(|s| s.to_string());
     let reached = reach(pool, at, Reading::Messages).await?;
-    let c = &reached.credentials;
-    let conn = connect_core(&reached.core_url, &c.user, &c.password, CALL_TIMEOUT, None)
+    let conn = connect_core(&reached.core_url, reached.credentials.login(), CALL_TIMEOUT, None)
         .await
         .map_err(|e| BrowseError::Broker(e.to_string()))?;
     let page = Page { filter: filter.as_deref(), after: asked.after, limit: asked.limit };

@@ -396,7 +396,7 @@ async fn return_checked(
         destinations.check(to, 0)?;
     }
     // The orphan is listed over Core, which carries every legal message (see `staging::list_over_core`).
-    let conn = connect_core(&endpoint.core_url, &credentials.user, &credentials.password, CALL_TIMEOUT, None).await?;
+    let conn = connect_core(&endpoint.core_url, credentials.login(), CALL_TIMEOUT, None).await?;
     let done = return_in_rounds(&conn, &mgmt, request, &destinations).await?;
     let left = staging::depth(&mgmt, queue).await?;
     if left.messages > 0 {

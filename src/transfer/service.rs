@@ -136,7 +136,7 @@ async fn browse_count(
     facts.source.queue.state()?;
     // A filter that cannot be read is refused by the preview (`preview::filter_refusal`): nothing to count.
     let filter = plan.effective_filter().ok().flatten()?;
-    let conn = connect_core(core_url, &credentials.user, &credentials.password, CALL_TIMEOUT, None).await.ok()?;
+    let conn = connect_core(core_url, credentials.login(), CALL_TIMEOUT, None).await.ok()?;
     let counted = count_matching(&conn, &plan.source.queue, Some(&filter), limit).await;
     let _ = conn.close().await;
     counted.inspect_err(|e| tracing::warn!(queue = %plan.source.display(), error = %e, "the preview could not count the selection by a browse")).ok()

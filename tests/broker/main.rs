@@ -19,7 +19,7 @@ fn endpoint(node: &Node) -> Endpoint {
         user: node.user.clone(),
         password: node.password.clone().into(),
         origin: None,
-        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url()),
+        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url(), None),
     }
 }
 

@@ -11,7 +11,7 @@ use testbed::TestBed;
 
 fn credentials(bed: &TestBed) -> Credentials {
     let node = &bed.nodes[0];
-    Credentials { user: node.user.clone(), password: node.password.clone().into() }
+    Credentials { user: node.user.clone(), password: node.password.clone().into(), key_passphrase: None }
 }
 
 fn seed(jolokia_url: String) -> Seed {
@@ -157,7 +157,7 @@ async fn https_management_failures_are_named() {
                 user: secure.user.clone(),
                 password: secure.password.clone().into(),
                 origin: None,
-                tls: artemis_transfer::registry::tls::of_endpoint(&core_url),
+                tls: artemis_transfer::registry::tls::of_endpoint(&core_url, None),
             },
             Duration::from_secs(10),
         )

@@ -26,7 +26,7 @@ fn management(node: &Node) -> BrokerManagement {
         user: node.user.clone(),
         password: node.password.clone().into(),
         origin: None,
-        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url()),
+        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url(), None),
     };
     BrokerManagement::new(JolokiaClient::new(endpoint, Duration::from_secs(10)), node.name.clone())
 }

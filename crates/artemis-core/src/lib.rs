@@ -71,4 +71,4 @@ pub use protocol::{
     CoreMessage, ExceptionType, MessageHeaders, MessageType, PropertyValue, ProtocolVersion, TypedProperties,
 };
 pub use session::Session;
-pub use tls::{ClientIdentity, TlsError, TlsFailure, TlsOptions};
+pub use tls::{ClientIdentity, KeyPassphrase, TlsError, TlsFailure, TlsOptions};

@@ -75,10 +75,15 @@ impl ConnectOptions {
         let authority = authority.split('/').next().unwrap_or(authority);
         let (host, port) = authority.rsplit_once(':').ok_or_else(|| invalid("has no port".into()))?;
         let port = port.parse().map_err(|_| invalid("has an invalid port".into()))?;
+        let pairs = || query.split(['&', ';']).filter(|p| !p.is_empty());
+        // Before any other check, whose words quote the URL: a store password must not be repeated.
+        if let Some(words) = pairs().find_map(|pair| crate::tls::store_password_refusal(pair.split('=').next()?)) {
+            return Err(Error::InvalidArgument(format!("a Core URL for {host}:{port}: {words}")));
+        }
         let mut options = ConnectOptions::new(host, port);
         let mut ssl_enabled = false;
         let mut tls = crate::tls::UrlTls::default();
-        for pair in query.split(['&', ';']).filter(|p| !p.is_empty()) {
+        for pair in pairs() {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let value = percent_decode(value);
             if key == "sslEnabled" {
@@ -96,6 +101,13 @@ impl ConnectOptions {
     /// Speaks TLS with `tls`.
     pub fn tls(mut self, tls: TlsOptions) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// The passphrase of the client key of the TLS material, by reference (nothing to do for plain TCP or a
+    /// URL without a key store).
+    pub fn key_passphrase(mut self, passphrase: Option<crate::tls::KeyPassphrase>) -> Self {
+        self.tls = self.tls.map(|tls| tls.with_key_passphrase(passphrase));
         self
     }
 
@@ -283,5 +295,15 @@ mod tests {
         let jks = ConnectOptions::from_url("tcp://h:1?sslEnabled=true&trustStorePath=/t.jks").unwrap_err();
         assert!(jks.to_string().contains("keytool -importkeystore"), "{jks}");
         assert!(ConnectOptions::from_url("tcp://h:1?sslEnabled=maybe").is_err());
+    }
+
+    #[test]
+    fn a_store_password_in_a_url_is_refused_without_repeating_it() {
+        let url = "tcp://h:1?sslEnabled=true&keyStorePath=/k.pem&keyStorePassword=hunter2&verifyHost=maybe";
+        let words = ConnectOptions::from_url(url).unwrap_err().to_string();
+        assert!(words.contains("keyStorePassword") && words.contains("__KEY_PASSPHRASE"), "{words}");
+        assert!(!words.contains("hunter2"), "{words}");
+        let words = ConnectOptions::from_url("tcp://h:1?trustStorePassword=hunter2").unwrap_err().to_string();
+        assert!(words.contains("trustStorePassword") && !words.contains("hunter2"), "{words}");
     }
 }

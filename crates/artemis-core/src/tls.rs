@@ -3,7 +3,8 @@
 //!
 //! The material is PEM, read when a connection is opened: the CA file(s) to trust (none: the Mozilla roots of
 //! `webpki-roots`), and for mutual TLS a certificate chain and its private key (one file holding both, as
-//! Artemis' own PEM key store, or two). PKCS12 and JKS stores are refused with the command that converts them: no
+//! Artemis' own PEM key store, or two); an encrypted PKCS#8 key is decrypted with a passphrase given by reference
+//! ([`KeyPassphrase`], never in the URL; see [`key`]). PKCS12 and JKS stores are refused with the command that converts them: no
 //! well-kept pure-Rust reader of them keeps the workspace's rust-version. The broker's host name is verified
 //! unless [`TlsOptions::verify_host`] is turned off by explicit choice.
 //!
@@ -23,18 +24,23 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::{ResolvesClientCert, WebPkiServerVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+mod key;
+
+pub use key::{identity_pem, pkcs8_conversion, KeyPassphrase};
+
 /// How long a TLS handshake may take by default: a TLS acceptor answers a ClientHello at once, so a port that
 /// says nothing for this long is not one (or its broker is stuck).
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How to speak TLS to a broker's acceptor (`sslEnabled=true`). It holds paths, never a secret.
+/// How to speak TLS to a broker's acceptor (`sslEnabled=true`). It holds paths, and a key's passphrase only as
+/// a [`KeyPassphrase`], whose `Debug` never shows it.
 #[derive(Clone, Debug)]
 pub struct TlsOptions {
     /// PEM files of the CAs to trust (Artemis' `trustStorePath` with `trustStoreType=PEM`). Empty: the Mozilla
@@ -69,8 +75,21 @@ impl Default for TlsOptions {
 pub struct ClientIdentity {
     /// The certificate chain, the client's own certificate first.
     pub cert_file: PathBuf,
-    /// The private key (PKCS#8, PKCS#1 or SEC1, unencrypted).
+    /// The private key (PKCS#8, PKCS#1 or SEC1; or encrypted PKCS#8, PBES2).
     pub key_file: PathBuf,
+    /// The passphrase of an encrypted key, by reference; `None`: none is given (an encrypted key is refused).
+    pub key_passphrase: Option<KeyPassphrase>,
+}
+
+impl TlsOptions {
+    /// These options with `passphrase` for the client key, if there is one (a plain TCP or one-way TLS endpoint
+    /// has none to decrypt).
+    pub fn with_key_passphrase(mut self, passphrase: Option<KeyPassphrase>) -> Self {
+        if let Some(client) = self.client.as_mut() {
+            client.key_passphrase = passphrase;
+        }
+        self
+    }
 }
 
 /// What a key or trust store file is, as Artemis' `keyStoreType`/`trustStoreType` names it.
@@ -247,6 +266,52 @@ pub enum TlsFailure {
         store: StoreType,
         /// The file.
         path: PathBuf,
+    },
+    /// The client's private key is encrypted and no passphrase is set for it.
+    #[error(
+        "the key store {}: its private key is encrypted and {}", path.display(),
+        match set_in {
+            Some(name) => format!("{name} is not set: set it to the key's passphrase"),
+            None => "no passphrase is given for it: give it by reference (artemis-transfer reads it from \
+                     ARTEMIS_TRANSFER_CREDENTIALS__<REF>__KEY_PASSPHRASE), never in the URL".to_string(),
+        }
+    )]
+    KeyPassphraseMissing {
+        /// The key file.
+        path: PathBuf,
+        /// Where the passphrase is looked for, if that is known.
+        set_in: Option<String>,
+    },
+    /// The passphrase given does not decrypt the client's private key.
+    #[error(
+        "the key store {}: the passphrase in {set_in} does not decrypt its private key: set {set_in} to the \
+         passphrase the key was encrypted with", path.display()
+    )]
+    KeyPassphraseWrong {
+        /// The key file.
+        path: PathBuf,
+        /// Where the passphrase was read from (never the passphrase).
+        set_in: String,
+    },
+    /// A private key in OpenSSL's legacy encrypted PEM (`Proc-Type: 4,ENCRYPTED`).
+    #[error(
+        "the key store {}: its private key is in OpenSSL's legacy encrypted PEM (Proc-Type: 4,ENCRYPTED), which \
+         this client does not read: convert it to encrypted PKCS#8 with {}", path.display(), pkcs8_conversion(path)
+    )]
+    LegacyEncryptedKey {
+        /// The key file.
+        path: PathBuf,
+    },
+    /// An encrypted PKCS#8 key whose scheme this client does not decrypt.
+    #[error(
+        "the key store {}: its private key is encrypted with {scheme}, which this client does not decrypt: \
+         encrypt it again with PBES2 and AES, {}", path.display(), pkcs8_conversion(path)
+    )]
+    UnsupportedKeyEncryption {
+        /// The key file.
+        path: PathBuf,
+        /// The scheme, in words.
+        scheme: String,
     },
     /// Something else in rustls.
     #[error("{0}")]
@@ -476,26 +541,6 @@ fn certificates(role: StoreRole, path: &Path) -> Result<Vec<CertificateDer<'stat
     Ok(certs)
 }
 
-fn private_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsFailure> {
-    let text = read(StoreRole::Key, path)?;
-    if text.windows(b"ENCRYPTED".len()).any(|w| w == b"ENCRYPTED") {
-        return Err(material(
-            StoreRole::Key,
-            path,
-            "holds an encrypted private key, which this client does not decrypt: give it unencrypted, readable by \
-             the service's user only (`openssl pkcs8 -in key.pem -nocrypt -topk8 -out key-plain.pem`)",
-        ));
-    }
-    PrivateKeyDer::from_pem_slice(&text).map_err(|e| match e {
-        rustls::pki_types::pem::Error::NoItemsFound => material(
-            StoreRole::Key,
-            path,
-            "holds no private key (no BEGIN PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY section)",
-        ),
-        _ => material(StoreRole::Key, path, "is not valid PEM"),
-    })
-}
-
 fn roots(opts: &TlsOptions) -> Result<RootCertStore, TlsFailure> {
     let mut roots = RootCertStore::empty();
     if opts.ca_files.is_empty() {
@@ -512,7 +557,7 @@ fn roots(opts: &TlsOptions) -> Result<RootCertStore, TlsFailure> {
 
 fn client_key(identity: &ClientIdentity, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, TlsFailure> {
     let chain = certificates(StoreRole::Key, &identity.cert_file)?;
-    let key = private_key(&identity.key_file)?;
+    let key = key::private_key(&identity.key_file, identity.key_passphrase.as_ref())?;
     CertifiedKey::from_der(chain, key, provider).map(Arc::new).map_err(|e| {
         let fault = match e {
             rustls::Error::InconsistentKeys(_) => "holds a private key that is not the certificate's".to_string(),
@@ -621,6 +666,25 @@ pub(crate) fn boolean(key: &str, value: &str) -> Result<bool, String> {
     }
 }
 
+/// The words refusing a store password among an Artemis URL's parameters (`keyStorePassword`,
+/// `trustStorePassword`), or `None` when `key` is not one. A URL is stored and shown as written, so a secret
+/// never travels in it; the words name the parameter, never its value.
+pub(crate) fn store_password_refusal(key: &str) -> Option<&'static str> {
+    match key {
+        "keyStorePassword" => Some(
+            "keyStorePassword is not taken from a URL, which is stored and shown as written: give the key as \
+             encrypted PKCS#8 PEM and its passphrase by reference (artemis-transfer reads it from \
+             ARTEMIS_TRANSFER_CREDENTIALS__<REF>__KEY_PASSPHRASE, <REF> the cluster's credentials), or the key \
+             unencrypted",
+        ),
+        "trustStorePassword" => Some(
+            "trustStorePassword is not taken from a URL, which is stored and shown as written; a PEM trust store \
+             needs none: drop it",
+        ),
+        _ => None,
+    }
+}
+
 /// The TLS parameters of an Artemis URL, as written.
 #[derive(Debug, Default)]
 pub(crate) struct UrlTls {
@@ -652,7 +716,7 @@ impl UrlTls {
                 return Err(TlsFailure::UnsupportedStore { role: StoreRole::Key, store, path }.to_string());
             }
             // Artemis' PEM key store: the key and its certificate chain in one file.
-            opts.client = Some(ClientIdentity { cert_file: path.clone(), key_file: path });
+            opts.client = Some(ClientIdentity { cert_file: path.clone(), key_file: path, key_passphrase: None });
         }
         if let Some(v) = self.verify_host {
             opts.verify_host = v;

@@ -82,14 +82,43 @@ impl NodeTls {
     /// The Artemis URL of a TLS acceptor on `port`: trusting the test bed's CA, with the client certificate when
     /// `client_certificate`.
     pub fn core_url(&self, port: u16, client_certificate: bool) -> String {
+        let bundle = self.client_bundle_pem();
+        self.core_url_with_key_store(port, client_certificate.then_some(bundle.as_path()))
+    }
+
+    /// The Artemis URL of a TLS acceptor on `port`, trusting the test bed's CA, with `key_store` (a PEM key and
+    /// chain) as the client certificate when given.
+    pub fn core_url_with_key_store(&self, port: u16, key_store: Option<&Path>) -> String {
         let mut url = format!(
             "tcp://127.0.0.1:{port}?sslEnabled=true&trustStoreType=PEM&trustStorePath={}",
             self.ca_pem().display()
         );
-        if client_certificate {
-            url.push_str(&format!("&keyStoreType=PEM&keyStorePath={}", self.client_bundle_pem().display()));
+        if let Some(store) = key_store {
+            url.push_str(&format!("&keyStoreType=PEM&keyStorePath={}", store.display()));
         }
         url
+    }
+
+    /// Writes into `dir` the client's key encrypted with `passphrase` (PKCS#8, PBES2 with AES-256-CBC, as
+    /// `openssl pkcs8 -topk8` makes it) followed by its chain: Artemis' PEM key store as an operator whose keys are
+    /// encrypted has it. Returns its path. Needs `openssl` (`.ci/run` installs it).
+    pub fn encrypted_client_bundle(&self, dir: &Path, passphrase: &str) -> PathBuf {
+        let key = dir.join("client-key-encrypted.pem");
+        let out = std::process::Command::new("openssl")
+            .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "env:TESTBED_KEY_PASSPHRASE", "-in"])
+            .arg(self.client_key_pem())
+            .arg("-out")
+            .arg(&key)
+            .env("TESTBED_KEY_PASSPHRASE", passphrase)
+            .output()
+            .expect("openssl is needed to encrypt the test bed's client key (apt-get install openssl)");
+        assert!(out.status.success(), "openssl pkcs8 -topk8: {}", String::from_utf8_lossy(&out.stderr));
+        let chain = std::fs::read_to_string(self.client_cert_pem()).expect("the test bed's client certificate");
+        let bundle = dir.join("client-bundle-encrypted.pem");
+        let text = std::fs::read_to_string(&key).expect("the encrypted key") + &chain;
+        std::fs::write(&bundle, text).expect("write the encrypted key store");
+        std::fs::remove_file(key).ok();
+        bundle
     }
 }
 

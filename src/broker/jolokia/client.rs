@@ -214,13 +214,14 @@ fn http_client(endpoint: &Endpoint, timeout: Duration) -> Result<reqwest::Client
             }
         }
         if let Some(client) = &tls.client {
-            let mut pem = read(StoreRole::Key, &client.cert_file)?;
-            if client.key_file != client.cert_file {
-                pem.push(b'\n');
-                pem.extend(read(StoreRole::Key, &client.key_file)?);
-            }
+            // Read (and decrypted with its passphrase) as the Core connection reads it, in the same words.
+            let pem = artemis_core::tls::identity_pem(client).map_err(|failure| JolokiaError::Tls {
+                node: endpoint.node.clone(),
+                url: endpoint.url.clone(),
+                failure,
+            })?;
             // Never the parser's words: they may quote the key.
-            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+            let identity = reqwest::Identity::from_pem(pem.as_bytes()).map_err(|_| {
                 unusable(StoreRole::Key, &client.key_file, "is not a usable PEM certificate chain and key".into())
             })?;
             builder = builder.identity(identity);

@@ -61,7 +61,7 @@ pub fn management(node: &Node) -> BrokerManagement {
         user: node.user.clone(),
         password: node.password.clone().into(),
         origin: None,
-        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url()),
+        tls: artemis_transfer::registry::tls::of_endpoint(&node.registered_core_url(), None),
     };
     BrokerManagement::new(JolokiaClient::new(endpoint, Duration::from_secs(30)), node.name.clone())
 }

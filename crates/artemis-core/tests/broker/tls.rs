@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use artemis_core::{ClientIdentity, ConnectOptions, Connection, ConsumerOptions, Error, SessionOptions, TlsFailure};
+use artemis_core::{
+    ClientIdentity, ConnectOptions, Connection, ConsumerOptions, Error, KeyPassphrase, SessionOptions, TlsFailure,
+};
 use testbed::jolokia::Jolokia;
 use testbed::{Node, NodeTls, TestBed};
 
@@ -81,7 +83,7 @@ async fn mutual_tls_needs_the_client_certificate_and_says_so_without_it() {
     // The same certificate, given as two files (chain, key) rather than Artemis' one PEM key store.
     let mut split = options(node, &tls.core_url(tls.mtls_port, false));
     split.tls.as_mut().unwrap().client =
-        Some(ClientIdentity { cert_file: tls.client_cert_pem(), key_file: tls.client_key_pem() });
+        Some(ClientIdentity { cert_file: tls.client_cert_pem(), key_file: tls.client_key_pem(), key_passphrase: None });
     Connection::connect(&split).await.expect("connect with chain and key apart").close().await.expect("close");
 
     let without = options(node, &tls.core_url(tls.mtls_port, false));
@@ -185,4 +187,42 @@ async fn unusable_material_is_named_by_its_file() {
     let p12 = format!("{}&keyStorePath=/etc/client.p12&keyStoreType=PKCS12", node.core_url());
     let err = ConnectOptions::from_url(&p12).expect_err("PKCS12 is refused");
     assert!(err.to_string().contains("openssl pkcs12 -in /etc/client.p12"), "{err}");
+}
+
+/// Mutual TLS with the client key encrypted (PKCS#8 by `openssl pkcs8 -topk8`, in Artemis' one-file PEM key
+/// store): the passphrase, given by reference, opens the session; a wrong one is refused before anything is sent,
+/// in words naming the key file and where the passphrase is set, never the passphrase.
+#[tokio::test]
+async fn mutual_tls_with_an_encrypted_key_needs_its_passphrase_by_reference() {
+    let (node, tls) = secure().await;
+    let dir = std::env::temp_dir().join(testbed::unique_name("encrypted-key"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let bundle = tls.encrypted_client_bundle(&dir, "tls2 pass phrase");
+    let url = tls.core_url_with_key_store(tls.mtls_port, Some(&bundle));
+    let set_in = "ARTEMIS_TRANSFER_CREDENTIALS__SECURE__KEY_PASSPHRASE";
+    let with = |value: Option<&str>| {
+        options(node, &url).key_passphrase(Some(KeyPassphrase::new(set_in, value.map(str::to_string))))
+    };
+
+    let conn = Connection::connect(&with(Some("tls2 pass phrase"))).await.expect("connect with the encrypted key");
+    assert!(conn.queue_query("DLQ").await.expect("a call over mutual TLS").is_some());
+    conn.close().await.expect("close");
+
+    let (err, elapsed) = refused(&with(Some("not the pass phrase"))).await;
+    assert_failure(
+        &err,
+        elapsed,
+        |f| matches!(f, TlsFailure::KeyPassphraseWrong { .. }),
+        &[&bundle.display().to_string(), set_in, "does not decrypt"],
+    );
+    assert!(!format!("{err} {err:?}").contains("pass phrase"), "{err}");
+
+    let (err, elapsed) = refused(&with(None)).await;
+    assert_failure(
+        &err,
+        elapsed,
+        |f| matches!(f, TlsFailure::KeyPassphraseMissing { .. }),
+        &[&bundle.display().to_string(), &format!("{set_in} is not set")],
+    );
+    std::fs::remove_dir_all(dir).ok();
 }
