@@ -11,10 +11,17 @@
 //! (never faulted); the copy's source is a scratch broker; Postgres is a private cluster. Whatever happens, the
 //! test bed is put back (`scripts/testbed up`).
 //!
+//! A second, shorter part (issue 28) moves into the TLS node `secure-1` over TLS (Core with a client certificate,
+//! Jolokia over HTTPS) while workers are killed with -9 and `secure-1` itself is killed and started again mid-run;
+//! it too must end Succeeded with its numbers equal to the census. The two parts take turns ([`ONE_AT_A_TIME`]):
+//! each strikes brokers of the test bed and puts it back with `scripts/testbed up`, which must not run while the
+//! other's faults are in flight.
+//!
 //! Scale by environment: `CHAOS_MESSAGES` per run (default 8,000), `CHAOS_RATE` per run in messages a second
 //! (default 100), `CHAOS_FAULTS` (default 13). The first eight faults are one of each kind in a fixed order, so
 //! every kind strikes while the runs are in flight; the rest are random. The long run of `docs/BENCHMARKS.md`:
-//! `CHAOS_MESSAGES=100000 CHAOS_RATE=80 CHAOS_FAULTS=100000 cargo test --test chaos -- --nocapture`.
+//! `CHAOS_MESSAGES=100000 CHAOS_RATE=80 CHAOS_FAULTS=100000 cargo test --test chaos -- --nocapture`. The TLS
+//! part: `CHAOS_TLS_MESSAGES` (default 2,000) at `CHAOS_TLS_RATE` (default 100), about 80 s in CI.
 
 #[allow(dead_code)]
 #[path = "../relay/support/mod.rs"]
@@ -35,7 +42,8 @@ use uuid::Uuid;
 
 use support::west::{self, RestoreTestBed};
 use support::{
-    census, create_queue, management, queue_ref, register_scratch, scratch_node, wait_for, World, SCRATCH_CREDENTIALS,
+    census, create_queue, management, queue_ref, register_scratch, register_secure, scratch_node, wait_for, World,
+    SCRATCH_CREDENTIALS,
 };
 
 const BATCH: u32 = 100;
@@ -44,6 +52,9 @@ const BATCH: u32 = 100;
 const CACHE: i64 = 1_000;
 const FAULT_EVERY: Duration = Duration::from_secs(4);
 const FREEZE: Duration = Duration::from_secs(4);
+
+/// One part at a time: see the module doc.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +208,7 @@ async fn two_moves_and_a_copy_into_one_address_under_every_fault_end_with_their_
     let messages: u32 = env_or("CHAOS_MESSAGES", 8_000);
     let rate: f64 = env_or("CHAOS_RATE", 100.0);
     let faults: usize = env_or("CHAOS_FAULTS", 13);
+    let _one = ONE_AT_A_TIME.lock().await;
     let bed = TestBed::require().await;
     west::west_as_it_should_be(&west::status()).expect("the test bed's west cluster must be healthy first");
     let options = ScratchOptions { web: true, ..ScratchOptions::default() };
@@ -410,6 +422,142 @@ async fn two_moves_and_a_copy_into_one_address_under_every_fault_end_with_their_
     // The killed workers are gone; the live ones stop cleanly (SIGTERM).
     let alive = chaos.alive.clone();
     for (_, worker) in chaos.world.workers.drain(..).enumerate().filter(|(i, _)| alive.contains(i)) {
+        worker.stop().await;
+    }
+}
+
+/// What strikes the TLS part, in order, once the run carries messages: each fault after its pause from the end of
+/// the one before. The last comes soon after secure-1 is back, while the run catches up (its rate limit lets it
+/// move a burst then), so that it strikes in flight.
+const TLS_FAULTS: [(Duration, TlsFault); 3] = [
+    (Duration::from_secs(4), TlsFault::KillWorker),
+    (Duration::from_secs(4), TlsFault::RestartSecure),
+    (Duration::from_secs(1), TlsFault::KillWorker),
+];
+
+/// A fault of the TLS part.
+#[derive(Debug, Clone, Copy)]
+enum TlsFault {
+    /// `kill -9` of a worker (the one holding the batch's lease when there is one); a fresh one is started.
+    KillWorker,
+    /// `kill -9` of secure-1, the run's target; started again on its journal by `scripts/testbed up` 3 s later.
+    RestartSecure,
+}
+
+/// Kills the worker holding a running job's lease (else the first alive) with -9 and starts a fresh one.
+async fn kill_a_worker(world: &mut World, alive: &mut Vec<usize>, spawned: &mut usize) {
+    let holders: Vec<String> =
+        sqlx::query_scalar("SELECT lease_owner FROM job WHERE state = 'running' AND lease_owner IS NOT NULL")
+            .fetch_all(&world.pool)
+            .await
+            .unwrap_or_default();
+    let pick = (0..alive.len()).find(|i| holders.contains(&world.workers[alive[*i]].name)).unwrap_or(0);
+    world.workers[alive.remove(pick)].kill9();
+    *spawned += 1;
+    alive.push(world.spawn_worker(&format!("t{spawned}"), &Chaos::worker_env()).await);
+}
+
+/// Kills secure-1 (-9) and starts it again on its journal; how long it was away.
+fn restart_secure(guard: &mut RestoreTestBed) -> Duration {
+    let killed = Instant::now();
+    let pid = west::node_status(&west::status(), "secure-1")["pid"].as_u64().expect("secure-1's pid");
+    let kill = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().expect("run kill");
+    assert!(kill.success(), "kill -KILL {pid} (secure-1) failed");
+    std::thread::sleep(Duration::from_secs(3));
+    guard.restore().unwrap_or_else(|e| panic!("secure-1 could not be started again: {e}"));
+    killed.elapsed()
+}
+
+#[tokio::test]
+async fn a_move_into_the_tls_node_under_worker_kills_and_its_restart_ends_with_its_numbers_equal_to_the_census() {
+    let messages: u32 = env_or("CHAOS_TLS_MESSAGES", 2_000);
+    let rate: f64 = env_or("CHAOS_TLS_RATE", 100.0);
+    let _one = ONE_AT_A_TIME.lock().await;
+    let began = Instant::now();
+    let bed = TestBed::require().await;
+    let (east, secure) = (bed.node("east-1"), bed.node("secure-1"));
+    let (source, target) = (unique_name("chaos_tls_src"), unique_name("chaos_tls_dst"));
+    create_queue(east, &source).await;
+    create_queue(secure, &target).await;
+    let produce = Produce {
+        count: messages,
+        prefix: "chaos-tls-".into(),
+        kinds: "bytes,text".into(),
+        durable_only: true,
+        ..Produce::default()
+    };
+    fidelity::produce(east, &source, &produce).await;
+    let settings = [("batch_size", json!(BATCH)), ("messages_per_second", json!(rate))];
+    let mut world = World::new("chaos_tls", &settings).await;
+    register_secure(&world).await;
+    let (mut alive, mut spawned) = (Vec::new(), 0usize);
+    for name in ["t0", "t1"] {
+        alive.push(world.spawn_worker(name, &Chaos::worker_env()).await);
+    }
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("secure", "secure-1", &target), Selection::All)
+        .await;
+    let run = stored.run_id;
+    let mut guard = RestoreTestBed::armed();
+    let started = Instant::now();
+    world.execute(&stored).await;
+    wait_for("the run delivering", Duration::from_secs(120), || async {
+        try_progress(&world.pool, run).await.filter(|(_, c)| c.delivered > 0).map(|_| ())
+    })
+    .await;
+
+    let (mut log, mut resumes, mut away) = (Vec::new(), 0u32, Duration::ZERO);
+    let mut faults = TLS_FAULTS.iter().peekable();
+    let mut last_fault = Instant::now();
+    loop {
+        match try_progress(&world.pool, run).await {
+            Some((state, _)) if state == "succeeded" => break,
+            Some((state, _)) if state == "interrupted" => {
+                resumes += u32::from(actions::resume(&world.pool, run, "tester", 10).await.is_ok());
+            }
+            Some((state, c)) if ["failed", "partial", "stopped"].contains(&state.as_str()) => {
+                panic!("the run ended {state} ({c:?}; worker logs in {})", world.log_dir.display())
+            }
+            _ => {}
+        }
+        if let Some((_, fault)) = faults.next_if(|(pause, _)| last_fault.elapsed() >= *pause) {
+            let delivered = try_progress(&world.pool, run).await.map(|(s, c)| format!("{s} {}", c.delivered));
+            log.push(format!("{:.1} s {fault:?} while {delivered:?}", started.elapsed().as_secs_f64()));
+            match fault {
+                TlsFault::KillWorker => kill_a_worker(&mut world, &mut alive, &mut spawned).await,
+                TlsFault::RestartSecure => away = restart_secure(&mut guard),
+            }
+            last_fault = Instant::now();
+        }
+        assert!(started.elapsed() < Duration::from_secs(600), "the run did not end within 10 minutes: {log:#?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let took = started.elapsed().as_secs_f64();
+    assert!(faults.next().is_none(), "the run ended before every fault struck: {log:#?}");
+    let late: Vec<&String> = log.iter().filter(|l| l.contains("succeeded")).collect();
+    assert!(late.is_empty(), "a fault struck after the run ended: {late:#?}");
+
+    let (_, c) = world.wait_run(run, &["succeeded"], Duration::from_secs(30)).await;
+    let on_target = census(secure, &target).await;
+    let expected: Vec<String> = (0..messages).map(|i| format!("chaos-tls-{i}")).collect();
+    let missing = expected.iter().filter(|id| !on_target.contains_key(*id)).count();
+    let doubled = on_target.values().filter(|n| **n > 1).count();
+    assert_eq!((missing, doubled, on_target.len()), (0, 0, expected.len()), "the census of the target; {c:?}");
+    assert!(census(east, &source).await.is_empty(), "messages left on the source; {c:?}");
+    assert_eq!(c.selected, Some(i64::from(messages)), "{c:?}");
+    assert_eq!((c.delivered, c.staged), (i64::from(messages), i64::from(messages)), "{c:?}");
+    assert_eq!(c.dead_lettered + c.returned + c.not_taken(), 0, "{c:?}");
+    eprintln!(
+        "chaos over TLS: {messages} messages east-1 -> secure-1 at {rate} msg/s in {took:.0} s ({:.0} s in all) \
+         under {} faults (secure-1 away {away:?}), {resumes} resumes; census exact\n  {}",
+        began.elapsed().as_secs_f64(),
+        log.len(),
+        log.join("\n  ")
+    );
+    management(east).destroy_queue(&source).await.unwrap();
+    management(secure).destroy_queue(&target).await.unwrap();
+    // The killed workers are gone; the live ones stop cleanly (SIGTERM).
+    for (_, worker) in world.workers.drain(..).enumerate().filter(|(i, _)| alive.contains(i)) {
         worker.stop().await;
     }
 }

@@ -4,38 +4,19 @@
 //! like any node; every run is judged by the census of the Java client, which reaches the TLS node through its
 //! own TLS (the PEM trust and key stores of the distribution's `pem-keystore`), never by a plain side door.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
 use testbed::fidelity::{self, Produce};
 use testbed::{unique_name, Node, TestBed};
 
-use crate::support::{assert_accounting, census, create_queue, queue_ref, wait_for, Census, World};
-use artemis_transfer::registry::discover::{discover, Seed};
-use artemis_transfer::registry::{store, Cluster, Credentials};
+use crate::support::{assert_accounting, census, create_queue, queue_ref, register_secure, wait_for, Census, World};
 use artemis_transfer::transfer::{actions, Selection};
 
 const LIMIT: Duration = Duration::from_secs(180);
 
 fn secure() -> &'static Node {
     TestBed::get().node("secure-1")
-}
-
-/// Registers the TLS node as the one-node cluster `secure`, from its Core URL with the TLS parameters.
-async fn register_secure(world: &World) {
-    let node = secure();
-    let seed = Seed {
-        jolokia_url: node.jolokia_url(),
-        core_url: Some(node.registered_core_url()),
-        jolokia_by_core: BTreeMap::new(),
-    };
-    let credentials = Credentials::from_env("testbed").unwrap();
-    let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
-    assert!(nodes[0].endpoints.iter().all(|e| e.core_url.contains("sslEnabled=true")), "{nodes:?}");
-    store::add(&world.pool, &Cluster { name: "secure".into(), credentials_ref: "testbed".into(), nodes })
-        .await
-        .unwrap();
 }
 
 /// A queue on `from` holding `count` text and bytes messages (payload ids `<label>-<n>`), an empty one on `to`.

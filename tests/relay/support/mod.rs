@@ -66,6 +66,23 @@ pub fn management(node: &Node) -> BrokerManagement {
     BrokerManagement::new(JolokiaClient::new(endpoint, Duration::from_secs(30)), node.name.clone())
 }
 
+/// Registers the test bed's TLS node (`secure-1`) in `world` as the one-node cluster `secure`, from its Core URL
+/// with the TLS parameters and the client certificate, as an operator would.
+pub async fn register_secure(world: &World) {
+    let node = TestBed::get().node("secure-1");
+    let seed = Seed {
+        jolokia_url: node.jolokia_url(),
+        core_url: Some(node.registered_core_url()),
+        jolokia_by_core: BTreeMap::new(),
+    };
+    let credentials = Credentials::from_env("testbed").unwrap();
+    let nodes = discover(&seed, &credentials, Duration::from_secs(10)).await.unwrap();
+    assert!(nodes[0].endpoints.iter().all(|e| e.core_url.contains("sslEnabled=true")), "{nodes:?}");
+    store::add(&world.pool, &Cluster { name: "secure".into(), credentials_ref: "testbed".into(), nodes })
+        .await
+        .unwrap();
+}
+
 /// Creates a plain durable anycast queue `name` on `node`.
 pub async fn create_queue(node: &Node, name: &str) {
     management(node).create_queue(&QueueConfig::plain_anycast(name)).await.unwrap();
