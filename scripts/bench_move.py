@@ -8,12 +8,15 @@ resident memory (/proc/<pid>/status VmRSS), and reports the peak of both, the ti
 and the census (messages on the target; none left on the source). The last line is
 `move_ratio_vs_artemis_transfer: <our seconds / peer seconds>` (lower is better).
 
-Run through `scripts/bench move [--messages N] [--size BYTES] [--batch N] [--skip-peer]` (release build, test bed up).
+Run through `scripts/bench move [--messages N] [--size BYTES] [--batch N] [--skip-peer] [--target west-1|secure-1]`
+(release build, test bed up). `--target secure-1` moves into the test bed's TLS node instead (Core over TLS, Jolokia
+over HTTPS with the client certificate; the peer is skipped): the same move over TLS beside plain.
 """
 import argparse
 import base64
 import json
 import os
+import ssl
 import subprocess
 import sys
 import threading
@@ -35,7 +38,19 @@ def testbed_env():
 
 def node(env, name):
     key = name.upper().replace("-", "_")
-    return {k: env[f"TESTBED_NODE_{key}_{k.upper()}"] for k in ("core_url", "jolokia_url", "user", "password")}
+    n = {k: env[f"TESTBED_NODE_{key}_{k.upper()}"] for k in ("core_url", "jolokia_url", "user", "password")}
+    n["name"], n["cluster"] = name, env[f"TESTBED_NODE_{key}_CLUSTER"]
+    # What the product registers: for the TLS node, its Core URL with the client certificate too (its HTTPS Jolokia
+    # requires one, and the registry gives an endpoint's Jolokia the TLS material of its Core URL).
+    n["registered_core_url"] = n["core_url"]
+    n["tls"] = None
+    if "sslEnabled=true" in n["core_url"]:
+        pki = os.path.dirname(env["TESTBED_TLS_CA_PEM"])
+        n["registered_core_url"] += f"&keyStoreType=PEM&keyStorePath={pki}/client-bundle.pem"
+        context = ssl.create_default_context(cafile=env["TESTBED_TLS_CA_PEM"])
+        context.load_cert_chain(env["TESTBED_TLS_CLIENT_CERT_PEM"], env["TESTBED_TLS_CLIENT_KEY_PEM"])
+        n["tls"] = context
+    return n
 
 
 def jolokia_read(n, mbean, attribute):
@@ -45,7 +60,7 @@ def jolokia_read(n, mbean, attribute):
     req.add_header("Authorization", "Basic " + auth)
     req.add_header("Origin", "http://127.0.0.1")
     req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=10) as r:
+    with urllib.request.urlopen(req, timeout=10, context=n["tls"]) as r:
         return json.load(r).get("value")
 
 
@@ -100,7 +115,7 @@ def ours(env, east, west, binary, batch, node_calls):
 
     run("migrate")
     run("cluster", "add", "east", "--core-url", east["core_url"], "--credentials", "testbed")
-    run("cluster", "add", "west", "--core-url", west["core_url"], "--credentials", "testbed")
+    run("cluster", "add", west["cluster"], "--core-url", west["registered_core_url"], "--credentials", "testbed")
     subprocess.run(["psql", "-q", penv["DATABASE_URL"], "-c",
                     "UPDATE setting SET value = '1000000' WHERE key = 'messages_per_second'",
                     "-c", f"UPDATE setting SET value = '{batch}' WHERE key = 'batch_size'",
@@ -128,6 +143,8 @@ def main():
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--skip-peer", action="store_true")
+    ap.add_argument("--target", default="west-1", choices=["west-1", "secure-1"],
+                    help="the target node: west-1 (plain TCP) or secure-1 (TLS; no peer run)")
     ap.add_argument("--copy", action="store_true",
                     help="a copy instead of a move (no peer: `artemis transfer` only moves); reports browse deliveries")
     # The peer has no rate limits: ours are lifted too (messages per second always; management calls per
@@ -137,14 +154,14 @@ def main():
     args = ap.parse_args()
 
     env = testbed_env()
-    east, west = node(env, "east-1"), node(env, "west-1")
+    east, west = node(env, "east-1"), node(env, args.target)
     binary = os.path.join(ROOT, "target", "release", "artemis-transfer")
     stamp = int(time.time())
-    print(f"machine: {os.cpu_count()} cores; {args.messages} messages of {args.size} bytes, east-1 -> west-1, "
+    print(f"machine: {os.cpu_count()} cores; {args.messages} messages of {args.size} bytes, east-1 -> {west['name']}, "
           f"batch {args.batch}, node calls/s {args.node_calls:g}", flush=True)
 
     peer_secs = None
-    if not args.skip_peer and not args.copy:
+    if not args.skip_peer and not args.copy and not west["tls"]:
         src, dst = f"bench.peer.src.{stamp}", f"bench.peer.dst.{stamp}"
         t = time.time()
         produce(env, east, src, args.messages, args.size)
@@ -155,7 +172,7 @@ def main():
                 "--target-url", west["core_url"], "--target-user", west["user"], "--target-password", west["password"],
                 "--target-queue", dst, "--receive-timeout", "2000", "--silent")
         peer_secs = time.time() - t - 2.0  # its loop ends only after one empty receive timeout
-        moved = queue_count(west, "west-1", dst)
+        moved = queue_count(west, west["name"], dst)
         left = queue_count(east, "east-1", src)
         print(f"peer: artemis transfer moved {moved} in {peer_secs:.1f} s ({(moved or 0) / peer_secs:,.0f} msg/s); "
               f"{left} left on the source", flush=True)
@@ -172,7 +189,8 @@ def main():
     artemis(env, "queue", "create", "--url", west["core_url"], "--user", west["user"], "--password", west["password"],
             "--name", dst, "--address", dst, "--anycast", "--durable", "--preserve-on-no-consumers",
             "--auto-create-address", "--silent")
-    preview = json.loads(run("preview", "--from", f"east/east-1/{src}", "--to", f"west/west-1/{dst}", "--all",
+    to = f"{west['cluster']}/{west['name']}/{dst}"
+    preview = json.loads(run("preview", "--from", f"east/east-1/{src}", "--to", to, "--all",
                              *(["--copy"] if args.copy else []), "--json").stdout)
     acks = [x for f in preview["preview"]["findings"] if f["kind"] == "needs_ack" for x in ("--ack", f["code"])]
     worker = subprocess.Popen([binary, "worker", "--name", "bench", "--concurrency", "2"], env=penv,
@@ -208,7 +226,7 @@ def main():
                 hwm = int(line.split()[1])
     worker.terminate()
     worker.wait()
-    moved = queue_count(west, "west-1", dst)
+    moved = queue_count(west, west["name"], dst)
     left = queue_count(east, "east-1", src)
     print(f"ours: run {state} in {ours_secs:.1f} s ({(moved or 0) / ours_secs:,.0f} msg/s); {moved} on the target, "
           f"{left} left on the source", flush=True)
