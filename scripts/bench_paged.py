@@ -24,24 +24,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_move as bm  # noqa: E402  (shared helpers: test bed env, Jolokia reads, our database)
+import benchlib as bl  # noqa: E402  (shared helpers: test bed env, Jolokia, our database, a run)
 
-ROOT = bm.ROOT
+ROOT = bl.ROOT
 JAVA_OUT = os.path.join(ROOT, "target", "bench-java")
-
-
-def jolokia_exec(n, mbean, operation, arguments):
-    body = json.dumps({"type": "exec", "mbean": mbean, "operation": operation, "arguments": arguments}).encode()
-    req = bm.urllib.request.Request(n["jolokia_url"] + "/", data=body, method="POST")
-    auth = bm.base64.b64encode(f"{n['user']}:{n['password']}".encode()).decode()
-    req.add_header("Authorization", "Basic " + auth)
-    req.add_header("Origin", "http://127.0.0.1")
-    req.add_header("Content-Type", "application/json")
-    with bm.urllib.request.urlopen(req, timeout=30) as r:
-        answer = json.load(r)
-    if answer.get("status") != 200:
-        raise RuntimeError(f"{operation}: {answer.get('error')}")
-    return answer.get("value")
 
 
 def classpath(env):
@@ -70,8 +56,8 @@ def main():
     ap.add_argument("--node-calls", type=float, default=1000.0)
     args = ap.parse_args()
 
-    env = bm.testbed_env()
-    east, west = bm.node(env, "east-1"), bm.node(env, "west-1")
+    env = bl.testbed_env()
+    east, west = bl.node(env, "east-1"), bl.node(env, "west-1")
     binary = os.path.join(ROOT, "target", "release", "artemis-transfer")
     stamp = int(time.time())
     src, dst = f"bench.paged.src.{stamp}", f"bench.paged.dst.{stamp}"
@@ -81,14 +67,10 @@ def main():
     build_probe(env)
 
     broker = 'org.apache.activemq.artemis:broker="east-1"'
-    jolokia_exec(east, broker, "addAddressSettings(java.lang.String,java.lang.String)",
-                 [src, json.dumps({"maxSizeBytes": 1048576, "pageSizeBytes": 262144, "addressFullMessagePolicy": "PAGE"})])
-    bm.artemis(env, "queue", "create", "--url", east["core_url"], "--user", east["user"], "--password",
-               east["password"], "--name", src, "--address", src, "--anycast", "--durable",
-               "--preserve-on-no-consumers", "--auto-create-address", "--silent")
-    bm.artemis(env, "queue", "create", "--url", west["core_url"], "--user", west["user"], "--password",
-               west["password"], "--name", dst, "--address", dst, "--anycast", "--durable",
-               "--preserve-on-no-consumers", "--auto-create-address", "--silent")
+    bl.jolokia_exec(east, broker, "addAddressSettings(java.lang.String,java.lang.String)",
+                    [src, json.dumps({"maxSizeBytes": 1048576, "pageSizeBytes": 262144, "addressFullMessagePolicy": "PAGE"})])
+    bl.create_queue(east, src)
+    bl.create_queue(west, dst)
     t = time.time()
     # Durable sends without waiting for each one's confirmation (the session still flushes at close): the queue's
     # content is the same, produced several times faster.
@@ -98,11 +80,11 @@ def main():
                     str(args.messages), "--prefix", "paged-", "--kinds", "bytes", "--body-size", "0"],
                    check=True, stdout=subprocess.DEVNULL)
     address = f'{broker},component=addresses,address="{src}"'
-    paging = bm.jolokia_read(east, address, "Paging")
-    pages = bm.jolokia_read(east, address, "NumberOfPages")
+    paging = bl.jolokia_read(east, address, "Paging")
+    pages = bl.jolokia_read(east, address, "NumberOfPages")
     print(f"produced in {time.time() - t:.1f} s; address paging: {paging}, {pages} page files", flush=True)
 
-    penv, run = bm.ours(env, east, west, binary, args.batch, args.node_calls)
+    penv, run = bl.ours(env, east, west, binary, args.batch, args.node_calls)
     # Exit 4 is a preview that refused the run, 3 one whose node did not answer: its findings are still printed as
     # JSON (docs/cli.md, "Exit status").
     previewed = subprocess.run([binary, "preview", "--from", f"east/east-1/{src}", "--to", f"west/west-1/{dst}",
@@ -116,9 +98,8 @@ def main():
             print(f"preview: {f['kind']} {f['code']}: {f['words']}", flush=True)
     if any(f["kind"] == "refused" for f in findings):
         print("refused at preview: nothing ran", flush=True)
-        for q, n in ((src, east), (dst, west)):
-            bm.artemis(env, "queue", "delete", "--url", n["core_url"], "--user", n["user"], "--password",
-                       n["password"], "--name", q, "--silent")
+        bl.delete_queue(east, src)
+        bl.delete_queue(west, dst)
         return 2
     acks = [x for f in findings if f["kind"] == "needs_ack" for x in ("--ack", f["code"])]
     worker = subprocess.Popen([binary, "worker", "--name", "bench", "--concurrency", "2"], env=penv,
@@ -138,11 +119,11 @@ def main():
     def sample():
         while not done.is_set():
             try:
-                used = bm.jolokia_read(east, "java.lang:type=Memory", "HeapMemoryUsage")["used"]
+                used = bl.jolokia_read(east, "java.lang:type=Memory", "HeapMemoryUsage")["used"]
                 heap.append((time.time(), used))
             except Exception:
                 pass
-            d = bm.queue_count(east, "east-1", staging)
+            d = bl.queue_count(east, "east-1", staging)
             if d is not None:
                 staging_peak[0] = max(staging_peak[0], d)
             done.wait(0.5)
@@ -151,17 +132,15 @@ def main():
     time.sleep(10.0)  # the probe's and the heap's baseline
     started = time.time()
     run("execute", preview["run_id"], "--plan-hash", preview["plan_hash"], *acks, "--confirm", src, "--override-cap")
-    state = bm.wait_run(penv, preview["run_id"])
+    state = bl.wait_run(penv, preview["run_id"])
     ended = time.time()
     done.set()
     probe.terminate()
     probe.wait()
     worker.terminate()
     worker.wait()
-    counters = json.loads(subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
-                                          f"SELECT counters FROM transfer_run WHERE id = '{preview['run_id']}'"],
-                                         check=True, capture_output=True, text=True).stdout)
-    moved = bm.queue_count(west, "west-1", dst)
+    counters = bl.run_counters(penv, preview["run_id"])
+    moved = bl.queue_count(west, "west-1", dst)
     before = [us for at, us in sends if at / 1000.0 < started]
     during = [us for at, us in sends if started <= at / 1000.0 <= ended]
     heap_before = [u for at, u in heap if at < started]
@@ -176,9 +155,8 @@ def main():
               f"({len(heap_during)} samples)")
     print(f"probe producer on the source queue, before the run: {percentiles(before)}")
     print(f"probe producer on the source queue, during the run: {percentiles(during)}")
-    for q, n in ((src, east), (dst, west)):
-        bm.artemis(env, "queue", "delete", "--url", n["core_url"], "--user", n["user"], "--password", n["password"],
-                   "--name", q, "--silent")
+    bl.delete_queue(east, src)
+    bl.delete_queue(west, dst)
     return 0 if state == "succeeded" and moved == selected else 1
 
 
