@@ -8,7 +8,9 @@ ours first in even ones:
 
 - the peer: `artemis transfer --commit-interval B` (the command shipped with the broker: a JMS receive/send loop,
   at-least-once; with `--copy` it sends what it receives and rolls the source back at the end). Timed from its
-  start to its end less its trailing receive timeout, as scripts/bench_move.py does; its JVM start is inside.
+  start to its end less its trailing receive timeout (`--peer-receive-timeout`, 5 s), as scripts/bench_move.py
+  does; its JVM start is inside. Its loop also ends early when one receive waits that long on a loaded machine:
+  the census catches it.
   That start-up (the peer on an empty queue, measured at the start of each cell) is printed, and a second ratio
   with it taken out of the peer's times; the cell's figure and the last lines keep it in.
 - ours: a worker (`--concurrency 2`, rate limits lifted, batch_size B) running a move or copy run of the whole queue
@@ -67,6 +69,9 @@ def parse_args():
     ap.add_argument("--wait-load", type=float, default=0.0,
                     help="before each cell, wait until the 1-minute load average is below this (0: do not wait)")
     ap.add_argument("--wait-max", type=float, default=600.0, help="the longest wait for --wait-load, in seconds")
+    ap.add_argument("--peer-receive-timeout", type=int, default=5000,
+                    help="the peer's --receive-timeout in ms, subtracted from its time (default 5000, its own "
+                         "default: at 2000 a loaded machine once ended its copy loop after 13,716 of 100,000)")
     ap.add_argument("--run-timeout", type=float, default=1800.0,
                     help="seconds either side may take before its repetition is counted as failed (default 1800)")
     return ap.parse_args()
@@ -147,7 +152,8 @@ class Bench:
         bl.create_queue(self.east, src)
         bl.create_queue(self.west, dst)
         try:
-            return bl.peer_transfer(self.env, self.east, src, self.west, dst, timeout=self.args.run_timeout)
+            return bl.peer_transfer(self.env, self.east, src, self.west, dst,
+                                    receive_timeout_ms=self.args.peer_receive_timeout, timeout=self.args.run_timeout)
         finally:
             bl.delete_queue(self.east, src)
             bl.delete_queue(self.west, dst)
@@ -156,13 +162,14 @@ class Bench:
         n = self.args.messages
         try:
             secs = bl.peer_transfer(self.env, self.east, src, self.west, dst, commit_interval=batch,
-                                    copy=mode == "copy", timeout=self.args.run_timeout)
+                                    copy=mode == "copy", receive_timeout_ms=self.args.peer_receive_timeout,
+                                    timeout=self.args.run_timeout)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
             return {"ok": False, "secs": None, "words": f"peer failed: {type(e).__name__}"}
         on_target, left = bl.queue_count(self.west, "west-1", dst), bl.queue_count(self.east, "east-1", src)
         ok = census_ok(mode, n, on_target, left)
         return {"ok": ok, "secs": secs,
-                "words": f"peer {secs:.1f} s ({n / secs:,.0f} msg/s), census {on_target} on the target, "
+                "words": f"peer {secs:.1f} s ({(on_target or 0) / secs:,.0f} msg/s), census {on_target} on the target, "
                          f"{left} left{'' if ok else ' WRONG'}"}
 
     def ours_side(self, mode, src, dst):
@@ -188,7 +195,7 @@ class Bench:
         on_target, left = bl.queue_count(self.west, "west-1", dst), bl.queue_count(self.east, "east-1", src)
         ok = state == "succeeded" and ended is not None and census_ok(mode, n, on_target, left)
         secs = ended - started if ended is not None else None
-        timing = f"{secs:.1f} s ({n / secs:,.0f} msg/s)" if secs else "no end time"
+        timing = f"{secs:.1f} s ({(on_target or 0) / secs:,.0f} msg/s)" if secs else "no end time"
         return {"ok": ok, "secs": secs,
                 "words": f"ours {state or 'not ended'} {timing}, census {on_target} on the target, "
                          f"{left} left{'' if ok else ' WRONG'}"}
@@ -206,6 +213,10 @@ class Bench:
                 bl.create_queue(self.west, dst)
                 bl.produce(self.env, self.east, src, self.args.messages, size)
             produced = time.time() - produced
+            # Two deep queues may not both fit under the broker's global-max-size: the one produced second
+            # then pages, and its side works from page files (alternating the order shares that out).
+            paging = ", ".join(f"{side}'s source {paging_words(bl.address_paging(self.east, queues[side][0]))}"
+                               for side in order)
             for side in order:
                 src, dst = queues[side]
                 if side == "peer":
@@ -222,7 +233,7 @@ class Bench:
         peer, ours = results["peer"], results["ours"]
         counted = peer["ok"] and ours["ok"]
         ratio = peer["secs"] / ours["secs"] if counted else None
-        print(f"  rep {rep}/{self.args.reps} ({order[0]} first; both queues produced in {produced:.1f} s): "
+        print(f"  rep {rep}/{self.args.reps} ({order[0]} first; both queues produced in {produced:.1f} s; {paging}): "
               f"{peer['words']}; {ours['words']}; "
               + (f"ours/peer speed {ratio:.2f}" if counted else "NOT COUNTED"), flush=True)
         return {"peer": peer["secs"], "ours": ours["secs"], "ratio": ratio}
@@ -256,6 +267,10 @@ class Bench:
         bl.drop_database(self.env, self.database)
 
 
+def paging_words(paging):
+    return {True: "paging", False: "in memory"}.get(paging, "paging unknown")
+
+
 def cell_words(cell):
     if cell["ratio"] is None:
         return f"no repetition counted of {cell['reps']}: ratio unknown"
@@ -280,8 +295,9 @@ def main():
     print(f"ours: {binary_words(args.binary)}; worker --concurrency 2, messages/s and node calls/s lifted "
           f"({args.node_calls:g}), batch_bytes left at its default", flush=True)
     bench = Bench(args)
-    print(f"peer: {os.path.basename(bench.env['ARTEMIS_HOME'])} `artemis transfer --commit-interval B` "
-          "(its loop commits after B + 1 messages; --copy for the copy)", flush=True)
+    print(f"peer: {os.path.basename(bench.env['ARTEMIS_HOME'])} `artemis transfer --commit-interval B "
+          f"--receive-timeout {args.peer_receive_timeout}` (its loop commits after B + 1 messages; --copy for the "
+          "copy; the trailing receive timeout subtracted)", flush=True)
     cells = []
     try:
         for size in args.sizes:

@@ -73,6 +73,14 @@ def queue_count(n, broker, queue):
         return None
 
 
+def address_paging(n, address):
+    """Whether the broker pages the address (its messages beyond memory in page files), None when unread."""
+    try:
+        return jolokia_read(n, f'{broker_mbean(n)},component=addresses,address="{address}"', "Paging")
+    except Exception:
+        return None
+
+
 def create_queue(n, queue):
     """A durable anycast queue `queue` on its own address, through Jolokia (no JVM started for it)."""
     config = {"name": queue, "address": queue, "routing-type": "ANYCAST", "durable": True,
@@ -97,23 +105,21 @@ def produce(env, n, queue, count, size):
             "--commit-interval", "1000", "--silent")
 
 
-# The peer's loop ends only after one receive that waited this long and got nothing: its time is subtracted.
-PEER_RECEIVE_TIMEOUT_MS = 2000
-
-
-def peer_transfer(env, src_node, src, dst_node, dst, commit_interval=None, copy=False, timeout=None):
+def peer_transfer(env, src_node, src, dst_node, dst, commit_interval=None, copy=False, receive_timeout_ms=2000,
+                  timeout=None):
     """The peer, `artemis transfer` (a JMS receive/send loop committing every `commit_interval` messages; `--copy`
-    sends without acknowledging and rolls the source back at the end). Returns its seconds, start to end, less
-    the trailing receive timeout; its JVM start is inside them."""
+    sends without acknowledging and rolls the source back at the end). Its loop ends at the first receive that
+    waited `receive_timeout_ms` and got nothing — on a loaded machine that can come before the queue is empty, so
+    check its census. Returns its seconds, start to end, less that trailing wait; its JVM start is inside them."""
     interval = ["--commit-interval", str(commit_interval)] if commit_interval else []
     t = time.time()
     artemis(env, "transfer", "--source-url", src_node["core_url"], "--source-user", src_node["user"],
             "--source-password", src_node["password"], "--source-queue", src,
             "--target-url", dst_node["core_url"], "--target-user", dst_node["user"],
             "--target-password", dst_node["password"], "--target-queue", dst,
-            "--receive-timeout", str(PEER_RECEIVE_TIMEOUT_MS), *interval, *(["--copy"] if copy else []), "--silent",
+            "--receive-timeout", str(receive_timeout_ms), *interval, *(["--copy"] if copy else []), "--silent",
             timeout=timeout)
-    return time.time() - t - PEER_RECEIVE_TIMEOUT_MS / 1000.0
+    return time.time() - t - receive_timeout_ms / 1000.0
 
 
 def rss_kib(pid, field="VmRSS"):
