@@ -67,8 +67,9 @@ def main():
     build_probe(env)
 
     broker = 'org.apache.activemq.artemis:broker="east-1"'
+    paging_settings = {"maxSizeBytes": 1048576, "pageSizeBytes": 262144, "addressFullMessagePolicy": "PAGE"}
     bl.jolokia_exec(east, broker, "addAddressSettings(java.lang.String,java.lang.String)",
-                    [src, json.dumps({"maxSizeBytes": 1048576, "pageSizeBytes": 262144, "addressFullMessagePolicy": "PAGE"})])
+                    [src, json.dumps(paging_settings)])
     bl.create_queue(east, src)
     bl.create_queue(west, dst)
     t = time.time()

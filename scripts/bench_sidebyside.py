@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402  (shared: test bed env, Jolokia, produce, the peer, our database, a run)
 
 MODES = ("move", "copy")
+SOURCE_WORDS = {"peer": "the peer's source", "ours": "our source"}
 
 
 def csv_ints(text):
@@ -215,7 +216,7 @@ class Bench:
             produced = time.time() - produced
             # Two deep queues may not both fit under the broker's global-max-size: the one produced second
             # then pages, and its side works from page files (alternating the order shares that out).
-            paging = ", ".join(f"{side}'s source {paging_words(bl.address_paging(self.east, queues[side][0]))}"
+            paging = ", ".join(f"{SOURCE_WORDS[side]} {paging_words(bl.address_paging(self.east, queues[side][0]))}"
                                for side in order)
             for side in order:
                 src, dst = queues[side]
