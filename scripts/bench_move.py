@@ -23,17 +23,8 @@ import threading
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def testbed_env():
-    out = subprocess.run([os.path.join(ROOT, "scripts", "testbed"), "env"], check=True, capture_output=True, text=True)
-    env = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("export "):
-            k, v = line[len("export "):].split("=", 1)
-            env[k] = v.strip("'")
-    return env
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, artemis, produce, rss_kib, testbed_env, wait_run  # noqa: E402  (shared with the others)
 
 
 def node(env, name):
@@ -74,28 +65,6 @@ def queue_count(n, broker, queue):
         return None
 
 
-def artemis(env, *args, quiet=True):
-    cmd = [os.path.join(env["ARTEMIS_HOME"], "bin", "artemis"), *args]
-    return subprocess.run(cmd, check=True, capture_output=quiet, text=True, env={**os.environ, "JAVA_ARGS": "-Xmx512m"})
-
-
-def produce(env, n, queue, count, size):
-    artemis(env, "producer", "--url", n["core_url"], "--user", n["user"], "--password", n["password"],
-            "--destination", f"queue://{queue}", "--message-count", str(count), "--message-size", str(size),
-            "--commit-interval", "1000", "--silent")
-
-
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def ours(env, east, west, binary, batch, node_calls):
     """A fresh database `artemis_transfer_bench` with both clusters registered, rate limits lifted (messages per
     second always, management calls per second to `node_calls`) and the operator `bench` an admin. Returns the
@@ -124,17 +93,6 @@ def ours(env, east, west, binary, batch, node_calls):
                           "VALUES ('bench', '*', 'admin', 'bench') ON CONFLICT DO NOTHING"],
                    check=True, capture_output=True)
     return penv, run
-
-
-def wait_run(penv, run_id):
-    """Polls the run's state until it ends; returns the end state."""
-    while True:
-        state = subprocess.run(["psql", "-qAt", penv["DATABASE_URL"], "-c",
-                                f"SELECT state FROM transfer_run WHERE id = '{run_id}'"],
-                               check=True, capture_output=True, text=True).stdout.strip()
-        if state in ("succeeded", "partial", "failed", "interrupted", "stopped"):
-            return state
-        time.sleep(0.2)
 
 
 def main():
