@@ -102,6 +102,7 @@ impl JolokiaClient {
                 .await
                 .map_err(|e| JolokiaError::NoPermit { node: node(), reason: e.reason })?;
         }
+        tracing::trace!(node = %self.endpoint.node, request = %what(body), "management request");
         let url = format!("{}/", self.endpoint.url.trim_end_matches('/'));
         let resp = self
             .http
@@ -252,5 +253,24 @@ fn short(v: &Value) -> String {
         format!("{}…", &s[..s.char_indices().nth(200).map_or(s.len(), |(i, _)| i)])
     } else {
         s
+    }
+}
+
+/// What a request asks, for the trace that counts management calls: each entry's type and operation or attribute
+/// (never its arguments: a filter or an id list may be long, and says nothing about the cost of the call).
+fn what(body: &Value) -> String {
+    let entry = |e: &Value| {
+        let kind = e["type"].as_str().unwrap_or("?");
+        let name = match (&e["operation"], &e["attribute"]) {
+            (Value::String(op), _) => op.clone(),
+            (_, Value::String(attribute)) => attribute.clone(),
+            (_, Value::Array(attributes)) => attributes.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("+"),
+            _ => String::new(),
+        };
+        format!("{kind} {name}")
+    };
+    match body {
+        Value::Array(entries) => entries.iter().map(entry).collect::<Vec<_>>().join(", "),
+        one => entry(one),
     }
 }
