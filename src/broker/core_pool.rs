@@ -69,15 +69,25 @@ impl Link {
 impl CorePool {
     /// A connection to `end`'s live endpoint with `ttl`: an idle one that is still fit, or a new one.
     pub async fn take(&self, end: &NodeAccess, ttl: Duration) -> Result<Link, artemis_core::Error> {
-        let key = format!("{}\u{0}{}\u{0}{}", end.core_url, end.user(), ttl.as_millis());
+        if let Some(link) = self.take_idle(end, ttl) {
+            return Ok(link);
+        }
+        let conn = end.connect(ttl).await?;
+        Ok(Link { conn, key: link_key(end, ttl), opened: Instant::now() })
+    }
+
+    /// An idle connection to `end`'s live endpoint with `ttl` that is still fit, without opening one: its broker has
+    /// not dropped it, so that broker is still up and serving — a failover, a restart or a shutdown closes every
+    /// connection it held.
+    pub fn take_idle(&self, end: &NodeAccess, ttl: Duration) -> Option<Link> {
+        let key = link_key(end, ttl);
         while let Some(idle) = self.pop(&key) {
             if fit(&idle.conn, idle.opened) && idle.since.elapsed() < MAX_IDLE {
-                return Ok(Link { conn: idle.conn, key, opened: idle.opened });
+                return Some(Link { conn: idle.conn, key, opened: idle.opened });
             }
             retire(idle.conn);
         }
-        let conn = end.connect(ttl).await?;
-        Ok(Link { conn, key, opened: Instant::now() })
+        None
     }
 
     /// Keeps `link` for the next batch if it is still fit: open, young enough, and holding no session but its
@@ -100,6 +110,11 @@ impl CorePool {
     fn pop(&self, key: &str) -> Option<Idle> {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).get_mut(key).and_then(Vec::pop)
     }
+}
+
+/// Connections are kept by endpoint, user and TTL.
+fn link_key(end: &NodeAccess, ttl: Duration) -> String {
+    format!("{}\u{0}{}\u{0}{}", end.core_url, end.user(), ttl.as_millis())
 }
 
 /// Open, younger than [`MAX_AGE`], and with no session left but the connection's own.

@@ -13,7 +13,7 @@
 //! | prepare: [`Batch::top_up`] staging, when it holds less than a batch | the refill's intent, fenced, before the broker's move; its result after | intent pending: settled by the reconcile |
 //! | take: [`Batch::receive`] from staging | large bodies spooled as they arrive | the broker gives the batch back to staging (connection closed) |
 //! | mark in doubt: [`Batch::mark_staging_ids`] | the batch's staging ids, fenced, counted into the target's duplicate-id window; with them the intent of the refill beside the send | messages back in staging; re-sent, duplicates dropped by the target |
-//! | send: the target looked at, then [`Batch::send_to_target`], the target commit; beside it, the source broker's refill of staging for the next batch ([`refill_beside`]) | the target holds the batch; staging holds the refill | re-sent from staging; the target's duplicate cache drops them; the refill's intent settled by the reconcile |
+//! | send: the target looked at, then [`Batch::send_to_target`], the target commit; beside it, the source broker's refill of staging for the next batch ([`refill_beside`]), which may go on beside the acknowledgement; from the commit on, the target's facts for the next batch read ahead ([`super::queues::FactsAhead`]) | the target holds the batch; staging holds the refill | re-sent from staging; the target's duplicate cache drops them; the refill's intent settled by the reconcile |
 //! | settle the source: [`Batch::mark_poison`] | the dead-letter intent, fenced | the reconcile counts the named ids dead-lettered once gone |
 //! | settle the source: [`Batch::acknowledge`], the source commit | staging no longer holds the batch | the reconcile finds them gone: delivered |
 //! | dead-letter: [`Batch::dead_letter_staged`] (dmq.rs) | poison on a DMQ, out of staging | gone, named by the intent: dead-lettered |
@@ -25,7 +25,7 @@
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use artemis_core::{Connection, Consumer, ConsumerOptions, Session, SessionOptions};
 use chrono::{DateTime, Utc};
@@ -35,7 +35,7 @@ use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::in_doubt::Marks;
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
-use super::queues::target_facts;
+use super::queues::{source_end, target_facts, target_facts_in};
 use super::receive::{receive_batch, Limits, Received, Taken};
 use super::record::write_batch;
 use super::refill::{id_chunk, refill, settle_refill_intent, Refill, Refilled};
@@ -54,7 +54,6 @@ use crate::broker::node::NodeAccess;
 use crate::jobs::handler::{JobContext, Outcome};
 use crate::jobs::lease::Committed;
 use crate::jobs::settings::Settings;
-use crate::registry::ends;
 use crate::transfer::facts::EndFacts;
 use crate::transfer::plan::{Mode, Selection};
 
@@ -121,6 +120,49 @@ impl SourceSide {
     }
 }
 
+/// A batch's sessions to close once it is done, apart from the connections they run on.
+struct Closing {
+    consumer: Option<Consumer>,
+    source: Session,
+    target: Option<Session>,
+}
+
+impl Closing {
+    /// The batch's sessions, and its connections (the target's once it was opened).
+    fn of(source: SourceSide, target: Option<TargetSide>) -> ((Link, Option<Link>), Closing) {
+        let SourceSide { conn, session, consumer } = source;
+        let (target_conn, target_session) = match target {
+            Some(TargetSide { conn, session }) => (Some(conn), session),
+            None => (None, None),
+        };
+        ((conn, target_conn), Closing { consumer, source: session, target: target_session })
+    }
+
+    /// Closes the sessions, both ends side by side (one's answer need not wait for the other's), within
+    /// CLOSE_WAIT; whether every close was answered in time.
+    async fn run(self) -> bool {
+        let Closing { consumer, source, target } = self;
+        let source_closing = async {
+            let consumer_closed = match consumer {
+                Some(consumer) => consumer.close().await.is_ok(),
+                None => true,
+            };
+            consumer_closed && source.close().await.is_ok()
+        };
+        let target_closing = async {
+            match target {
+                Some(s) => s.close().await.is_ok(),
+                None => true,
+            }
+        };
+        let closing = async {
+            let (source_closed, target_closed) = tokio::join!(source_closing, target_closing);
+            source_closed && target_closed
+        };
+        tokio::time::timeout(CLOSE_WAIT, closing).await.unwrap_or(false)
+    }
+}
+
 /// What a move's batch works with from its guard to its record.
 struct Ready {
     ends: Ends,
@@ -134,6 +176,12 @@ struct Ready {
     refill_later: Option<u32>,
     /// The refill decided with the in-doubt mark, run beside the send.
     refill: Option<Refill>,
+    /// The refill under way beside the send, and on beside the acknowledgement; its result is written with the
+    /// record.
+    refilling: Option<Beside<Result<Option<Refilled>, RelayError>>>,
+    /// The target's facts for the run's next batch, read from the target's commit on, beside the acknowledgement
+    /// and the record.
+    reading_ahead: Option<Beside<Result<(NodeAccess, EndFacts), RelayError>>>,
 }
 
 /// The target side of a batch: its connection, and the transacted session it was sent in.
@@ -152,7 +200,13 @@ impl Take for Batch<'_> {
     /// stop with nothing in doubt taken, staging topped up.
     async fn prepare(&mut self) -> Step<Ready> {
         let (h, ctx, target_end) = (self.h, self.ctx, self.run.plan.target.clone());
-        let reading = async move { target_facts(h, ctx, &target_end).await };
+        let ahead = h.ahead.take(ctx.job.run_id, ctx.job.seq);
+        let reading = async move {
+            match ahead {
+                Some(read) => Ok(read),
+                None => target_facts(h, ctx, &target_end).await,
+            }
+        };
         let (read, source_side) = tokio::join!(reading, self.source_side());
         let (source_end, source, settled) = go_on_step!(source_side);
         let ends = go_on_step!(self.guard(source_end, read?).await);
@@ -160,7 +214,18 @@ impl Take for Batch<'_> {
         go_on_step!(self.settle_if_stopping(&settled).await);
         let refill_later = go_on_step!(self.top_up(&ends.source, &source.conn, &settled).await);
         let route = Route::of(&self.run, &ends.facts);
-        Ok(ControlFlow::Continue(Ready { ends, source, settled, route, target: None, refill_later, refill: None }))
+        let ready = Ready {
+            ends,
+            source,
+            settled,
+            route,
+            target: None,
+            refill_later,
+            refill: None,
+            refilling: None,
+            reading_ahead: None,
+        };
+        Ok(ControlFlow::Continue(ready))
     }
 
     async fn take(&mut self, ready: &mut Ready) -> Result<Taken, RelayError> {
@@ -191,7 +256,7 @@ impl Take for Batch<'_> {
     /// since nothing was sent), then the batch sent in one transaction and committed — while the source broker
     /// refills staging for the next batch, when the top-up left that for now.
     async fn send(&mut self, ready: &mut Ready, taken: &Taken) -> Step<Landed> {
-        let Ready { source, settled, route, target, ends, refill, .. } = ready;
+        let Ready { source, settled, route, target, ends, refill, refilling, reading_ahead, .. } = ready;
         let Some(target) = target.as_mut() else {
             return Err(RelayError::transient(Code::Core, "the batch's target connection was not opened"));
         };
@@ -204,11 +269,17 @@ impl Take for Batch<'_> {
             }
         };
         let session = target.conn.create_session(SessionOptions::transacted()).await?;
-        let refilling = refill_beside(refill.take(), &ends.source, self.heap_guard());
-        let (landed, refilled) =
-            tokio::join!(self.send_to_target(source, &session, &watch, taken, settled, route), refilling);
-        self.settle_refill_beside(refilled);
+        let refill = refill.take();
+        if refill.is_some() {
+            *refilling = Some(Beside::spawn(refill_beside(refill, ends.source.clone(), self.heap_guard())));
+        }
+        let landed = self.send_to_target(source, &session, &watch, taken, settled, route).await;
         target.session = Some(session);
+        if let Ok(ControlFlow::Continue(_)) = &landed {
+            // Read after this batch's target commit, so it may gate the next batch (queues::FactsAhead).
+            let (h, pool, end) = (self.h.clone(), self.ctx.pool.clone(), self.run.plan.target.clone());
+            *reading_ahead = Some(Beside::spawn(async move { target_facts_in(&h, &pool, &end).await }));
+        }
         landed
     }
 
@@ -227,13 +298,33 @@ impl Take for Batch<'_> {
         self.dead_letter_staged(&mut ready.source, taken.received, poison, &ready.route).await
     }
 
-    /// Step 6, then the batch's connections closed (back to the pool when they close in time).
+    /// Step 6, while the batch's sessions close (its connections back to the pool when they close in time): the
+    /// source is acknowledged and committed, so what a close gives back to staging is what no batch holds.
     async fn record(&mut self, ready: Ready, dealt: Dealt) -> Step<Committed> {
-        let Ready { source, settled, target, .. } = ready;
-        let committed =
-            go_on_step!(self.write_record(&source.conn, settled, &dealt.ids, dealt.count, dealt.dead).await);
-        self.close(source, target).await;
-        Ok(ControlFlow::Continue(committed))
+        let Ready { source, settled, target, refilling, reading_ahead, .. } = ready;
+        if let Some(refilling) = refilling {
+            let refilled = refilling.join().await;
+            self.settle_refill_beside(refilled);
+        }
+        let remaining = staging_depth(&source.conn, &self.staging_queue).await?;
+        let (links, closing) = Closing::of(source, target);
+        let read_ahead = async move {
+            match reading_ahead {
+                Some(reading) => Some((reading.since, reading.join().await)),
+                None => None,
+            }
+        };
+        let (written, closed, read_ahead) = tokio::join!(
+            self.write_record(remaining, settled, &dealt.ids, dealt.count, dealt.dead),
+            closing.run(),
+            read_ahead
+        );
+        let recorded = matches!(written, Ok(ControlFlow::Continue(_)));
+        if let (true, Some((since, Ok(read)))) = (recorded, read_ahead) {
+            self.h.ahead.keep(self.ctx.job.run_id, self.ctx.job.seq + 1, since, read);
+        }
+        self.keep_links(links, closed && recorded);
+        Ok(ControlFlow::Continue(go_on_step!(written)))
     }
 }
 
@@ -273,9 +364,9 @@ impl<'a> Batch<'a> {
     /// and the previous attempt reconciled.
     async fn source_side(&mut self) -> Step<(NodeAccess, SourceSide, Settled)> {
         let source_node = self.run.plan.source.node_ref();
-        let source_end = ends::resolve_cached(&self.ctx.pool, source_node, self.h.permits(), &self.h.ends).await?;
+        let (source_end, conn) = source_end(self.h, self.ctx, source_node, self.config.connection_ttl).await?;
         self.laps.lap("resolve");
-        let source = self.open_source(&source_end).await?;
+        let source = self.open_source(conn).await?;
         go_on_step!(self.staging_is_ours(&source.conn).await);
         let settled = go_on_step!(self.reconcile(&source_end, &source.conn).await);
         Ok(ControlFlow::Continue((source_end, source, settled)))
@@ -294,9 +385,8 @@ impl<'a> Batch<'a> {
         Ok(ControlFlow::Continue(Ends { source, target, facts }))
     }
 
-    /// The source's connection (kept between batches) and the batch's transacted session.
-    async fn open_source(&mut self, source: &NodeAccess) -> Result<SourceSide, RelayError> {
-        let conn = self.h.links.take(source, self.config.connection_ttl).await?;
+    /// The batch's transacted session on the source's connection (kept between batches).
+    async fn open_source(&mut self, conn: Link) -> Result<SourceSide, RelayError> {
         let session = conn.create_session(SessionOptions::transacted()).await?;
         self.laps.lap("source-connect");
         Ok(SourceSide { conn, session, consumer: None })
@@ -650,7 +740,7 @@ impl<'a> Batch<'a> {
     /// (paced) — or, when a poison message found no DMQ, what the batch did recorded and the run stopped.
     async fn write_record(
         &mut self,
-        conn: &Connection,
+        remaining: i64,
         settled: Settled,
         batch_ids: &[i64],
         count: BatchCount,
@@ -663,7 +753,6 @@ impl<'a> Batch<'a> {
         relay.dead_letter.clear();
         self.run.counters.add_batch(&count);
         self.run.counters.delivered += settled.reconciled;
-        let remaining = staging_depth(conn, &self.staging_queue).await?;
         let next = self.next_job(remaining, count.delivered);
         let mut tx = self.ctx.lease.begin().await?;
         if let Some(reason) = write_batch(tx.conn(), &self.run, &count, &dead).await? {
@@ -688,41 +777,20 @@ impl<'a> Batch<'a> {
         Phase::Relay.job().run_at(self.started + chrono::Duration::milliseconds((share * 1000.0) as i64))
     }
 
-    /// The job is committed and its continuation may already be leased to this worker, unrenewed until this
-    /// returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over) gets
-    /// CLOSE_WAIT, then whatever is still open is dropped (its sockets closed). Connections whose sessions all
-    /// closed go back to the pool for the next batch (`crate::broker::core_pool` says why that is safe).
-    async fn close(&mut self, source: SourceSide, target: Option<TargetSide>) {
-        let SourceSide { conn: source_conn, session, consumer } = source;
-        let (target_conn, target_session) = match target {
-            Some(TargetSide { conn, session }) => (Some(conn), session),
-            None => (None, None),
-        };
-        // The two ends close side by side: one's answer need not wait for the other's.
-        let source_closing = async {
-            let consumer_closed = match consumer {
-                Some(consumer) => consumer.close().await.is_ok(),
-                None => true,
-            };
-            consumer_closed && session.close().await.is_ok()
-        };
-        let target_closing = async {
-            match target_session {
-                Some(s) => s.close().await.is_ok(),
-                None => true,
-            }
-        };
-        let closing = async {
-            let (source_closed, target_closed) = tokio::join!(source_closing, target_closing);
-            source_closed && target_closed
-        };
-        if tokio::time::timeout(CLOSE_WAIT, closing).await.unwrap_or(false) {
-            self.h.links.give_back(source_conn);
-            if let Some(conn) = target_conn {
+    /// The job is committed (or ending) and its continuation may already be leased to this worker, unrenewed
+    /// until this returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over)
+    /// gets CLOSE_WAIT ([`Closing::run`]), then whatever is still open is dropped (its sockets closed). Connections
+    /// whose sessions all closed go back to the pool for the next batch (`crate::broker::core_pool` says why that
+    /// is safe).
+    fn keep_links(&mut self, links: (Link, Option<Link>), closed: bool) {
+        if closed {
+            let (source, target) = links;
+            self.h.links.give_back(source);
+            if let Some(conn) = target {
                 self.h.links.give_back(conn);
             }
         }
-        self.laps.lap("close");
+        self.laps.lap("record+close");
         tracing::debug!(run = %self.run.id, laps = %self.laps, "batch timings");
         if self.ctx.stop_requested {
             // The in-doubt batch is settled; the stop request ends the run at the next claim.
@@ -741,7 +809,7 @@ impl<'a> Batch<'a> {
 /// fit for it: nothing moved, `None`).
 async fn refill_beside(
     refill: Option<Refill>,
-    source: &NodeAccess,
+    source: NodeAccess,
     heap_guard: Option<String>,
 ) -> Result<Option<Refilled>, RelayError> {
     let Some(refill) = refill else {
@@ -752,7 +820,34 @@ async fn refill_beside(
             return Ok(None);
         }
     }
-    refill.run(source).await.map(Some)
+    refill.run(&source).await.map(Some)
+}
+
+/// Work spawned to run beside a batch's later steps, from `since`; aborted when the batch ends without joining it
+/// (its job failed or was dropped), as it would have been had it run inside the job's own future.
+struct Beside<T> {
+    handle: tokio::task::JoinHandle<T>,
+    since: Instant,
+}
+
+impl<T: Send + 'static> Beside<T> {
+    fn spawn(work: impl std::future::Future<Output = T> + Send + 'static) -> Beside<T> {
+        Beside { handle: tokio::spawn(work), since: Instant::now() }
+    }
+
+    /// Its result; a panic in it is the job's.
+    async fn join(mut self) -> T {
+        match (&mut self.handle).await {
+            Ok(done) => done,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+}
+
+impl<T> Drop for Beside<T> {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
 }
 
 /// The consumer a taken batch came from.

@@ -167,6 +167,8 @@ pub struct TransferHandler {
     links: Arc<CorePool>,
     /// Ends resolved recently.
     ends: Arc<EndCache>,
+    /// The target's facts read for a run's next batch while this one records.
+    ahead: Arc<queues::FactsAhead>,
 }
 
 impl TransferHandler {
@@ -177,7 +179,14 @@ impl TransferHandler {
         permits: Option<Arc<dyn PermitSource>>,
     ) -> Result<TransferHandler, spool::SpoolError> {
         let spool = Spool::create(&config.spool_dir)?;
-        Ok(TransferHandler { config, spool, permits, links: Arc::default(), ends: Arc::default() })
+        Ok(TransferHandler {
+            config,
+            spool,
+            permits,
+            links: Arc::default(),
+            ends: Arc::default(),
+            ahead: Arc::default(),
+        })
     }
 
     /// The permits management calls take.
