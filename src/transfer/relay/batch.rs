@@ -306,7 +306,11 @@ impl Take for Batch<'_> {
             let refilled = refilling.join().await;
             self.settle_refill_beside(refilled);
         }
-        let remaining = staging_depth(&source.conn, &self.staging_queue).await?;
+        // Staging's depth decides between the finish and another batch only once the selection is exhausted.
+        let remaining = match self.run.relay.exhausted {
+            true => Some(staging_depth(&source.conn, &self.staging_queue).await?),
+            false => None,
+        };
         let (links, closing) = Closing::of(source, target);
         let read_ahead = async move {
             match reading_ahead {
@@ -740,7 +744,7 @@ impl<'a> Batch<'a> {
     /// (paced) — or, when a poison message found no DMQ, what the batch did recorded and the run stopped.
     async fn write_record(
         &mut self,
-        remaining: i64,
+        remaining: Option<i64>,
         settled: Settled,
         batch_ids: &[i64],
         count: BatchCount,
@@ -769,8 +773,8 @@ impl<'a> Batch<'a> {
 
     /// The finish once staging is empty, the selection exhausted and nothing in doubt; otherwise the next batch,
     /// paced: this batch's share of a second at `messages per second`, from when it started.
-    fn next_job(&self, staging_left: i64, messages: i64) -> crate::jobs::NewJob {
-        if self.run.relay.exhausted && staging_left == 0 && self.run.relay.in_doubt.is_empty() {
+    fn next_job(&self, staging_left: Option<i64>, messages: i64) -> crate::jobs::NewJob {
+        if self.run.relay.exhausted && staging_left == Some(0) && self.run.relay.in_doubt.is_empty() {
             return Phase::Finish.job();
         }
         let share = messages as f64 / self.settings.messages_per_second.max(0.001);
