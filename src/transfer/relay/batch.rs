@@ -25,17 +25,18 @@
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use artemis_core::{Connection, Consumer, ConsumerOptions, Session, SessionOptions};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::beside::Beside;
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::in_doubt::Marks;
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
-use super::queues::{source_end, target_facts, target_facts_in};
+use super::queues::{source_end, target_facts, target_facts_in, TargetRead};
 use super::receive::{receive_batch, Limits, Received, Taken};
 use super::record::write_batch;
 use super::refill::{id_chunk, refill, settle_refill_intent, Refill, Refilled};
@@ -181,7 +182,7 @@ struct Ready {
     refilling: Option<Beside<Result<Option<Refilled>, RelayError>>>,
     /// The target's facts for the run's next batch, read from the target's commit on, beside the acknowledgement
     /// and the record.
-    reading_ahead: Option<Beside<Result<(NodeAccess, EndFacts), RelayError>>>,
+    reading_ahead: Option<Beside<Result<TargetRead, RelayError>>>,
 }
 
 /// The target side of a batch: its connection, and the transacted session it was sent in.
@@ -825,33 +826,6 @@ async fn refill_beside(
         }
     }
     refill.run(&source).await.map(Some)
-}
-
-/// Work spawned to run beside a batch's later steps, from `since`; aborted when the batch ends without joining it
-/// (its job failed or was dropped), as it would have been had it run inside the job's own future.
-struct Beside<T> {
-    handle: tokio::task::JoinHandle<T>,
-    since: Instant,
-}
-
-impl<T: Send + 'static> Beside<T> {
-    fn spawn(work: impl std::future::Future<Output = T> + Send + 'static) -> Beside<T> {
-        Beside { handle: tokio::spawn(work), since: Instant::now() }
-    }
-
-    /// Its result; a panic in it is the job's.
-    async fn join(mut self) -> T {
-        match (&mut self.handle).await {
-            Ok(done) => done,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-    }
-}
-
-impl<T> Drop for Beside<T> {
-    fn drop(&mut self) {
-        self.handle.abort();
-    }
 }
 
 /// The consumer a taken batch came from.

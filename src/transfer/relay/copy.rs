@@ -36,12 +36,13 @@ use artemis_core::{Browser, ConsumerOptions, Session, SessionOptions};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::beside::Beside;
 use super::dmq;
 use super::finish::{another_pass, end_run, end_words, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize};
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
-use super::queues::target_facts;
+use super::queues::{target_facts, target_facts_in, TargetRead, AHEAD_FRESH};
 use super::receive::{Limits, Received, Taken};
 use super::record::write_batch;
 use super::refill::whole_queue_left;
@@ -168,6 +169,10 @@ struct Slice<'a> {
     /// A whole-queue copy: how many more it may copy before the count at `t0` leaves no room for a message without
     /// a timestamp ([`whole_queue_left`]); set before each batch, spent by every message the batch takes.
     unstamped_room: Option<u32>,
+    /// The target's facts for the next batch, read from the last batch's target commit on, beside its record: the
+    /// next batch's guard uses them while fresh ([`AHEAD_FRESH`]), as "capacity is re-checked before every batch"
+    /// allows of a read that follows the previous batch's commit.
+    facts_ahead: Option<Beside<Result<TargetRead, RelayError>>>,
 }
 
 /// A batch a slice copied (or found nothing to copy).
@@ -273,6 +278,7 @@ impl Take for CopyBatch<'_, '_> {
     /// The ledger and counters recorded; the batch's pacing for the slice.
     async fn record(&mut self, _: Ready, dealt: Dealt) -> Step<Batched> {
         let messages = dealt.count.delivered;
+        self.slice.read_ahead();
         go_on_step!(self.slice.record(&dealt.ids, &dealt.poisoned, dealt.count, dealt.dead).await);
         let last = self.slice.browsed_to_end;
         Ok(ControlFlow::Continue(Batched {
@@ -332,6 +338,7 @@ impl<'a> Slice<'a> {
             ahead_failed: None,
             browsed_to_end: false,
             unstamped_room: None,
+            facts_ahead: None,
         })
     }
 
@@ -342,11 +349,16 @@ impl<'a> Slice<'a> {
         // Before every batch, as a move's (docs/permissions.md): nothing is in doubt between a copy's batches, so a revoked
         // grant stops the run at once. The grants, the settings and the target's facts are read side by side.
         let started = Utc::now();
-        let (revoked, settings, read) = tokio::join!(
-            crate::transfer::permissions::stop_if_revoked(self.ctx),
-            load_settings(self.ctx),
-            target_facts(self.h, self.ctx, &self.run.plan.target)
-        );
+        let ahead = self.facts_ahead.take().filter(|reading| reading.since.elapsed() < AHEAD_FRESH);
+        let (h, ctx, target) = (self.h, self.ctx, &self.run.plan.target);
+        let reading = async move {
+            match ahead {
+                Some(reading) => reading.join().await,
+                None => target_facts(h, ctx, target).await,
+            }
+        };
+        let (revoked, settings, read) =
+            tokio::join!(crate::transfer::permissions::stop_if_revoked(self.ctx), load_settings(self.ctx), reading);
         if let Some(revoked) = revoked? {
             return Ok(ControlFlow::Break(revoked));
         }
@@ -358,6 +370,12 @@ impl<'a> Slice<'a> {
         self.unstamped_room = whole_queue_left(&self.run, counters.delivered + counters.dead_lettered);
         let batch_size = settings.batch_size.max(1) as usize;
         pipeline::batch(&mut CopyBatch { slice: self, started, settings, read, batch_size }).await
+    }
+
+    /// The target's facts for the next batch, read beside this batch's record (its target has committed).
+    fn read_ahead(&mut self) {
+        let (h, pool, end) = (self.h.clone(), self.ctx.pool.clone(), self.run.plan.target.clone());
+        self.facts_ahead = Some(Beside::spawn(async move { target_facts_in(&h, &pool, &end).await }));
     }
 
     /// Up to `batch_size` selected messages the ledger does not hold, large bodies to the spool: first what was

@@ -48,6 +48,7 @@ macro_rules! go_on_step {
 }
 
 pub mod batch;
+mod beside;
 pub mod copy;
 pub mod dmq;
 pub mod error;

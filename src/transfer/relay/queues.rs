@@ -95,29 +95,32 @@ pub(crate) async fn source_end(
 
 /// How long the target's facts read for a run's next batch may serve it: the next batch of a run at full speed
 /// starts within milliseconds of its predecessor's record, and a paced one later than this reads its own.
-const AHEAD_FRESH: Duration = Duration::from_millis(500);
+pub(crate) const AHEAD_FRESH: Duration = Duration::from_millis(500);
 
 /// The target's facts read for a run's next batch while its predecessor records — after that batch's target
 /// commit, so "capacity is re-checked before every batch" holds of them (the read that gates a batch follows the
 /// previous batch's commit) — and handed to the next batch's job when this worker runs it soon enough.
 #[derive(Debug, Default)]
 pub(crate) struct FactsAhead {
-    read: Mutex<HashMap<(RunId, i64), (Instant, NodeAccess, EndFacts)>>,
+    read: Mutex<HashMap<(RunId, i64), (Instant, TargetRead)>>,
 }
+
+/// The target end and its facts, as the guard reads them.
+pub(crate) type TargetRead = (NodeAccess, EndFacts);
 
 impl FactsAhead {
     /// Keeps what was read, from `since` (when the read began), for the run's job of sequence `seq`; what no job
     /// took in time is dropped.
-    pub(crate) fn keep(&self, run: RunId, seq: i64, since: Instant, read: (NodeAccess, EndFacts)) {
+    pub(crate) fn keep(&self, run: RunId, seq: i64, since: Instant, read: TargetRead) {
         let mut kept = self.read.lock().unwrap_or_else(|e| e.into_inner());
-        kept.retain(|_, (at, _, _)| at.elapsed() < AHEAD_FRESH);
-        kept.insert((run, seq), (since, read.0, read.1));
+        kept.retain(|_, (at, _)| at.elapsed() < AHEAD_FRESH);
+        kept.insert((run, seq), (since, read));
     }
 
     /// What was read ahead for the run's job of sequence `seq`, if it is still fresh.
-    pub(crate) fn take(&self, run: RunId, seq: i64) -> Option<(NodeAccess, EndFacts)> {
+    pub(crate) fn take(&self, run: RunId, seq: i64) -> Option<TargetRead> {
         let mut kept = self.read.lock().unwrap_or_else(|e| e.into_inner());
-        let (at, end, facts) = kept.remove(&(run, seq))?;
-        (at.elapsed() < AHEAD_FRESH).then_some((end, facts))
+        let (at, read) = kept.remove(&(run, seq))?;
+        (at.elapsed() < AHEAD_FRESH).then_some(read)
     }
 }
