@@ -33,6 +33,7 @@ pub(super) fn unreachable_state() -> ApiState {
         limits: super::limit::Limits::new(RATE, RATE),
         request_timeout: Duration::from_secs(30),
         metrics_cache: Default::default(),
+        feeds: Default::default(),
         closing: Default::default(),
     }
 }

@@ -24,6 +24,7 @@ mod audit;
 pub mod auth;
 pub mod doc;
 pub mod error;
+pub mod feed;
 mod idempotency;
 pub mod input;
 pub mod limit;
@@ -77,6 +78,8 @@ pub struct ApiState {
     pub request_timeout: Duration,
     /// The last rendering of `/metrics`, shared by the scrapes of a moment.
     pub metrics_cache: ops::MetricsCache,
+    /// The shared polls of the runs whose event streams are open: one per run, whatever the number of streams.
+    pub feeds: Arc<feed::Feeds>,
     /// Cancelled when the service begins to close: open event streams end at once (see [`serve`]).
     pub closing: tokio_util::sync::CancellationToken,
 }

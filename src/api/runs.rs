@@ -16,19 +16,21 @@ use chrono::{DateTime, Utc};
 use futures_util::stream::{self, Stream};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
 use utoipa::openapi::RefOr;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::auth::Caller;
 use super::error::{ApiError, Problem};
+use super::feed::{self, Follower, Look, Position};
 use super::input::{check_free_text, single_header, ApiJson, OptionalJson};
 use super::redact::Redactor;
 use super::ApiState;
 use crate::jobs::runs::{self, StopRequest};
+use crate::jobs::store::record::RunEvent;
 use crate::jobs::{RunId, RunState};
 use crate::transfer::actions::{self, Confirmation, RETURN_WARNING};
-use crate::transfer::store::view::{run_events_after, EventCursor};
 use crate::transfer::view::{self, LinesQuery, RunRecord};
 
 /// A path's run id, refused in words when it is not a UUID.
@@ -433,11 +435,6 @@ pub struct EventsQuery {
 /// events): a stream closes at the run's end, when the service closes, and for a run not yet executed.
 const RECONNECT_AFTER: Duration = Duration::from_secs(3);
 
-/// How long after it was written an event row is still looked for out of order. Event ids come from one sequence
-/// but become visible when their transaction commits, so a row can appear after a higher id was already sent
-/// (two writers of one run's log at once: a batch and a stop). A transaction of a batch lasts at most its lease.
-const LATE_WINDOW_SECS: i64 = 120;
-
 /// One server-sent event of a run's stream, as a client parses it. Only its schema is used: the stream writes
 /// axum's `Event`s.
 #[derive(Debug, ToSchema)]
@@ -452,25 +449,26 @@ pub struct StreamEvent {
     pub id: Option<String>,
 }
 
-/// Where a stream is: the highest event id sent, the ids sent recently (to send a late row once), the progress
-/// last sent, whether the end was sent.
+/// Where a stream is: its place in the run's log, the progress last sent, whether it is behind its run's feed (a
+/// long log replayed, or looks it was too slow to take) and so reads on its own, whether the end was sent.
 struct Cursor {
     state: ApiState,
     run: Uuid,
     /// Who follows: the stream ends when they may no longer see the run (a grant revoked meanwhile).
     operator: String,
-    after: i64,
-    /// Where the client resumed: it has every row up to here.
-    floor: i64,
-    recent: Vec<(i64, std::time::Instant)>,
+    position: Position,
     last_progress: Option<serde_json::Value>,
     /// The registry's endpoints as read when the stream began: what the words of events may name.
     shown: Redactor,
+    behind: bool,
     ended: bool,
     first: bool,
+    /// Its place in the run's shared poll (joined before the stream's own first look, so nothing falls between).
+    follower: Follower,
     /// The caller's slot among its open streams: freed when the stream is dropped (ended, or its client left).
     _slot: super::limit::StreamSlot,
 }
+
 /// `GET /api/v1/runs/{run}/events`: server-sent events. Each row of the run's event log is an SSE event named
 /// after its kind, with the row's id as the SSE id (so a reconnecting client's `Last-Event-ID`, or `?after=`,
 /// resumes without a gap or a repeat); `progress` events (no id) carry the state and counters whenever they
@@ -478,7 +476,7 @@ struct Cursor {
 /// for a run not yet executed (`end` with state `previewed`), when the operator may no longer see the run (`end`
 /// with state `gone`), and when the service closes (no `end`: the client resumes elsewhere by Last-Event-ID).
 ///
-/// No row is skipped: one that commits after a higher id was sent (see [`LATE_WINDOW_SECS`]) is sent when it
+/// No row is skipped: one that commits after a higher id was sent (see [`feed::LATE_WINDOW_SECS`]) is sent when it
 /// appears, once, out of id order; a client that resumes from such a row's id may get a few rows again (their ids
 /// tell), never miss one.
 #[utoipa::path(get, path = "/runs/{run}/events", operation_id = "followRun", tags = ["runs"],
@@ -517,32 +515,42 @@ pub async fn events(
     let slot = open_stream_slot(&state, &caller)?;
     let after = q.after.or(from_header).unwrap_or(0);
     let shown = Redactor::load(&state.pool).await?;
+    let follower = feed::follow(&state, run, &caller.operator);
     let cursor = Cursor {
         state,
         run,
         operator: caller.operator,
-        after,
-        floor: after,
-        recent: Vec::new(),
+        position: Position::from(after),
         last_progress: None,
         shown,
+        behind: true,
         ended: false,
         first: true,
+        follower,
         _slot: slot,
     };
     let stream = stream::unfold(cursor, |mut c| async move {
         if c.ended {
             return None;
         }
-        if !c.first {
+        let shared = if c.first {
+            None
+        } else {
             // The service is closing (SIGTERM): the stream ends now, not at the run's end, so the service exits
             // within its grace period; the client reconnects (to another replica) and resumes by Last-Event-ID.
             tokio::select! {
-                () = tokio::time::sleep(c.state.events_every) => {}
+                look = c.follower.looks.recv() => match look {
+                    Ok(look) => Some(look),
+                    Err(RecvError::Lagged(_)) => {
+                        c.behind = true;
+                        None
+                    }
+                    Err(RecvError::Closed) => return None,
+                },
                 () = c.state.closing.cancelled() => return None,
             }
-        }
-        let mut batch = next_events(&mut c).await;
+        };
+        let mut batch = next_events(&mut c, shared.as_deref()).await;
         if std::mem::take(&mut c.first) {
             batch = batch.into_iter().map(|e| e.retry(RECONNECT_AFTER)).collect();
         }
@@ -553,7 +561,8 @@ pub async fn events(
 }
 
 /// A slot for one more open stream of `caller`, or 429 `too-many-streams` when it holds as many as it may: each
-/// stream polls the database, and a crowd of them (a console per browser tab) would take the pool from everyone.
+/// stream holds memory and looks at the database on its own when it starts, and a crowd of them (a console per browser
+/// tab) would take the pool from everyone.
 fn open_stream_slot(state: &ApiState, caller: &Caller) -> Result<super::limit::StreamSlot, ApiError> {
     let slots = &state.limits.streams;
     slots.open((caller.service.clone(), caller.operator.clone())).ok_or_else(|| {
@@ -578,16 +587,26 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     })
 }
 
-/// What a stream sends next: new event rows, then progress if it changed, then `end` once the run has ended.
-/// A database error is sent as an `error` event and the stream goes on (the client sees why it is quiet).
-async fn next_events(c: &mut Cursor) -> Vec<Event> {
+/// What a stream sends next, from its feed's `shared` look when it is caught up and the look checked its operator,
+/// else from a look of its own: new event rows, then progress if it changed, then `end` once the run has ended. A
+/// database error is sent as an `error` event and the stream goes on (the client sees why it is quiet).
+async fn next_events(c: &mut Cursor, shared: Option<&Look>) -> Vec<Event> {
+    match shared {
+        Some(Look::Failed) => failed(),
+        Some(Look::Seen { line, rows, more, visible_to }) if !c.behind => match visible_to.get(&c.operator) {
+            Some(visible) => {
+                let rows = c.position.take(rows);
+                events_of(c, line.clone(), *visible, rows, *more)
+            }
+            None => own_events(c).await,
+        },
+        _ => own_events(c).await,
+    }
+}
+
+/// A stream's own look at its run, from its own position: as its feed looks, for one operator.
+async fn own_events(c: &mut Cursor) -> Vec<Event> {
     let pool = &c.state.pool;
-    let mut out = Vec::new();
-    c.recent.retain(|(_, at)| at.elapsed().as_secs() < 2 * LATE_WINDOW_SECS as u64);
-    let recent: Vec<i64> = c.recent.iter().map(|(id, _)| *id).collect();
-    // New rows in order, and rows below the highest sent that committed late (never sent twice).
-    let cursor =
-        EventCursor { after: c.after, floor: c.floor, late_window_secs: LATE_WINDOW_SECS as f64, recent: &recent };
     // The run's state is read before its events: every event committed before the state was read is then among
     // the rows, so a run read as ended has all its events sent before `end`. Read the other way round, the run's
     // last events and its end could commit between the two reads, and the stream ended without them.
@@ -595,24 +614,36 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     // Grants are checked again at every look: one revoked while the stream is open ends it as for a run that does
     // not exist (docs/permissions.md: what the operator may not see is answered as nothing).
     let visible = view::visible(pool, c.run, &c.operator).await;
-    let rows = run_events_after(pool, c.run, cursor).await;
-    let (rows, line) = match (rows, line, visible) {
-        (Ok(rows), Ok(Some(line)), Ok(true)) => (rows, line),
-        (_, Ok(None), _) | (_, _, Ok(false)) => {
-            c.ended = true;
-            return vec![Event::default().event("end").data(json!({ "run": c.run, "state": "gone" }).to_string())];
+    let rows = c.position.read(pool, c.run).await;
+    match (rows, line, visible) {
+        (Ok((rows, more)), Ok(line), Ok(visible)) => {
+            c.behind = more;
+            let rows = c.position.take(&rows);
+            events_of(c, line, visible, rows, more)
         }
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             tracing::warn!(run = %c.run, error = %e, "event stream: the database does not answer");
-            return vec![Event::default()
-                .event("error")
-                .data(json!({ "message": "the database does not answer; retrying" }).to_string())];
+            failed()
         }
+    }
+}
+
+/// The `error` event of a look the database did not answer.
+fn failed() -> Vec<Event> {
+    vec![Event::default()
+        .event("error")
+        .data(json!({ "message": "the database does not answer; retrying" }).to_string())]
+}
+
+/// The events of one look: `end` (gone) for a run that is not there or not visible; else the rows not yet sent,
+/// the progress when it changed, and `end` once the run has ended and no rows are waiting.
+fn events_of(c: &mut Cursor, line: Option<RunRecord>, visible: bool, rows: Vec<RunEvent>, more: bool) -> Vec<Event> {
+    let Some(line) = line.filter(|_| visible) else {
+        c.ended = true;
+        return vec![Event::default().event("end").data(json!({ "run": c.run, "state": "gone" }).to_string())];
     };
-    let more_rows = rows.iter().filter(|r| r.id > c.after).count() == 500;
+    let mut out = Vec::new();
     for row in rows {
-        c.after = c.after.max(row.id);
-        c.recent.push((row.id, std::time::Instant::now()));
         let data = json!({ "id": row.id, "at": row.at, "kind": row.kind, "detail": c.shown.json(row.detail) });
         out.push(Event::default().id(row.id.to_string()).event(row.kind.clone()).data(data.to_string()));
     }
@@ -624,7 +655,7 @@ async fn next_events(c: &mut Cursor) -> Vec<Event> {
     }
     // A run not yet executed has nothing to follow: its stream ends after its progress, saying so, and a client
     // that executes it follows it again (EventSource reconnects by itself).
-    if (line.state.is_ended() || line.state == RunState::Previewed) && !more_rows {
+    if (line.state.is_ended() || line.state == RunState::Previewed) && !more {
         c.ended = true;
         out.push(Event::default().event("end").data(json!({ "run": c.run, "state": line.state }).to_string()));
     }

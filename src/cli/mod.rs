@@ -366,6 +366,7 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<Exit, CliError> {
         ),
         request_timeout: Duration::from_millis(config.api.request_timeout_ms),
         metrics_cache: Default::default(),
+        feeds: Default::default(),
         closing,
     };
     let console = crate::console::router(crate::console::ConsoleState::new(state.clone(), tls.is_some()));

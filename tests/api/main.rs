@@ -1011,6 +1011,58 @@ async fn a_caller_holds_at_most_its_share_of_open_event_streams() {
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
+/// The event streams of one run share one poll: twenty streams open on a queued run cost the database about what
+/// one costs (its committed transactions a second, this test's database only), not twenty times as much.
+#[tokio::test]
+async fn the_streams_of_one_run_share_one_poll() {
+    let (source, target, _) = source_and_target("api_stream_share", 1).await;
+    let world = World::new("api_stream_share", &[]).await;
+    let env = [("ARTEMIS_TRANSFER__API__STREAMS_PER_CALLER", "20"), ("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "100")];
+    let api = Api::start_with(&world, &env).await;
+    // No worker: the run stays queued, so its streams stay open.
+    let run = preview_and_execute(&api, &source, &target).await;
+    let mut streams = Vec::new();
+    let mut open = |n: usize| {
+        for _ in 0..n {
+            let request = api.client.get(format!("{}/api/v1/runs/{run}/events", api.base));
+            let request = request.bearer_auth(TOKEN).header("X-Operator", OPERATOR);
+            streams.push(tokio::spawn(async move {
+                let mut response = request.send().await.unwrap();
+                assert_eq!(response.status(), StatusCode::OK);
+                while let Ok(Some(_)) = response.chunk().await {}
+            }));
+        }
+    };
+    open(1);
+    let one = commits_per_second(&world.pool, Duration::from_secs(5)).await;
+    open(19);
+    let twenty = commits_per_second(&world.pool, Duration::from_secs(5)).await;
+    eprintln!("database transactions a second: 1 stream {one:.0}, 20 streams {twenty:.0}");
+    assert!(twenty < 2.0 * one, "20 streams cost {twenty:.0} transactions a second, 1 stream {one:.0}");
+    for stream in streams {
+        stream.abort();
+    }
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
+/// The transactions a second committed in `pool`'s database over `window` (after a second to settle).
+async fn commits_per_second(pool: &sqlx::PgPool, window: Duration) -> f64 {
+    let commits = || async {
+        let n: i64 = sqlx::query_scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        n
+    };
+    // Statistics reach pg_stat_database within about a second (PostgreSQL 15 flushes them so).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = commits().await;
+    tokio::time::sleep(window).await;
+    (commits().await - before) as f64 / window.as_secs_f64()
+}
+
 /// The request deadline does not cut an orphan's return short: with a deadline shorter than the return, the answer
 /// is 503 `request-timeout` (it may have taken effect), and the return still finishes — every message back on its
 /// queue once, the staging queue gone — and is audited with its act. (Dropped with the handler, as before, it could

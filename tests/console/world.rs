@@ -68,6 +68,7 @@ impl ConsoleWorld {
             limits: Limits::new(rate, rate),
             request_timeout: Duration::from_secs(30),
             metrics_cache: Default::default(),
+            feeds: Default::default(),
             closing: Default::default(),
         };
         ConsoleWorld { pool, api }

@@ -115,6 +115,11 @@ pub async fn run_visible(db: impl PgExecutor<'_>, run: Uuid, principal: &str) ->
     sqlx::query_scalar(include_str!("../sql/run_visible.sql")).bind(run).bind(principal).fetch_one(db).await
 }
 
+/// The highest id in `run`'s event log (0 when it has none): where a reader that wants only what is new begins.
+pub async fn latest_event_id(db: impl PgExecutor<'_>, run: Uuid) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM run_event WHERE run_id = $1").bind(run).fetch_one(db).await
+}
+
 /// Where an event stream of a run stands (`run_events_after.sql`).
 #[derive(Debug, Clone, Copy)]
 pub struct EventCursor<'a> {
