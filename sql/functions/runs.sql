@@ -146,3 +146,15 @@ BEGIN
     RETURN NEXT;
 END;
 $$;
+
+-- run_rate_sample(): the trigger (migration 0016) that samples a run's delivered count each time a change of its
+-- counters changes it: the run's rate over time, for the console's chart and `GET /runs/{run}/progress`.
+CREATE OR REPLACE FUNCTION run_rate_sample() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO run_rate_sample (run_id, delivered)
+    VALUES (NEW.id, greatest(coalesce((NEW.counters ->> 'delivered')::bigint, 0), 0));
+    RETURN NULL;
+END;
+$$;

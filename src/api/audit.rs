@@ -21,7 +21,7 @@ use crate::transfer::permissions;
 const WITHHELD: [&str; 3] = ["plan_hash", "error", "sqlstate"];
 
 /// `row` as callers may read it: its detail without the keys of [`WITHHELD`].
-fn answered(row: AuditRow) -> AuditRow {
+pub(crate) fn answered(row: AuditRow) -> AuditRow {
     AuditRow { detail: withheld(row.detail), ..row }
 }
 

@@ -51,6 +51,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub(crate) use audit::answered as audit_row_as_answered;
 pub use auth::Caller;
 pub use error::ApiError;
 pub use queues::FilterVerdict;
@@ -96,6 +97,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(queues::check))
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
+        .routes(routes!(runs::rate))
         .routes(routes!(runs::events))
         .routes(routes!(runs::execute))
         .routes(routes!(runs::stop))

@@ -163,6 +163,35 @@ pub async fn get(
     Ok(Json(Redactor::load(&state.pool).await?.view(view)))
 }
 
+/// The answer of `GET /api/v1/runs/{run}/rate`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RateHistory {
+    /// The run's delivered count over time, oldest first, with the rate between points (at most 120 points).
+    pub points: Vec<view::RatePoint>,
+}
+
+/// `GET /api/v1/runs/{run}/rate`: the run's rate over time, as data (a chart's points).
+#[utoipa::path(get, path = "/runs/{run}/rate", operation_id = "getRunRate", tags = ["runs"],
+    summary = "A run's rate over time",
+    description = "The run's delivered count over time, sampled whenever a batch changed it, oldest first: at most \
+        120 points, each the last sample of its share of the time, with the messages per second since the point \
+        before. Empty before anything was delivered. Per-node outcomes, as data, are in the run's view (`nodes`).",
+    params(RunParam),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The run's rate over time", body = RateHistory),
+        OnOneRun,
+    ))]
+pub async fn rate(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(RunParam { run }): Path<RunParam>,
+) -> Result<Json<RateHistory>, ApiError> {
+    let run = run_id(&run)?;
+    require_visible(&state, run, &caller).await?;
+    Ok(Json(RateHistory { points: view::rate(&state.pool, run).await? }))
+}
+
 /// 400 for a run id that is not a UUID (or a malformed body or query), 404 for a run that does not exist or that
 /// the operator may not see: what every call on one run may answer besides its own.
 pub struct OnOneRun;

@@ -17,6 +17,7 @@
 //! included, so the trail names the operator and "console".
 
 pub mod assets;
+mod chart;
 mod pages;
 mod queues;
 pub mod session;

@@ -11,11 +11,14 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use super::chart::{self, RateChart};
 use super::session::Session;
 use super::{assets, html, ConsoleError, ConsoleState};
 use crate::api::redact::Redactor;
 use crate::api::ApiError;
+use crate::jobs::store::record::{self, AuditRow};
 use crate::jobs::RunState;
+use crate::registry::store::{self as registry, EndpointRole};
 use crate::transfer::actions::{self, RETURN_WARNING};
 use crate::transfer::permissions::{self, Permission};
 use crate::transfer::plan::Mode;
@@ -304,6 +307,60 @@ pub struct EventLine {
     detail: String,
 }
 
+/// One act on a run, from the audit table: who, what, which way in, when, and what came of it.
+pub struct AuditLine {
+    at: String,
+    actor: String,
+    action: String,
+    /// `console`, `api`, `cli`, `sql`…; "not recorded" when the row does not say.
+    via: String,
+    outcome: String,
+}
+
+impl AuditLine {
+    fn of(row: AuditRow) -> AuditLine {
+        let row = crate::api::audit_row_as_answered(row);
+        let via = row.detail["via"].as_str().unwrap_or("not recorded").to_string();
+        AuditLine { at: when(row.at), actor: row.actor, action: row.action, via, outcome: row.outcome }
+    }
+}
+
+/// A run end's broker console: the Artemis web console its registered Jolokia URL belongs to.
+pub struct BrokerLink {
+    /// `source` or `target`.
+    role: &'static str,
+    /// `cluster/node`.
+    node: String,
+    href: String,
+}
+
+/// The broker console links of a run's two ends, for those whose node's primary is registered with a Jolokia URL
+/// under an Artemis console (`…/console/jolokia`); an end without one is left out.
+async fn broker_links(state: &ConsoleState, record: &RunRecord) -> Result<Vec<BrokerLink>, ConsoleError> {
+    let ends = [
+        ("source", &record.source_cluster, &record.source_node),
+        ("target", &record.target_cluster, &record.target_node),
+    ];
+    let mut links = Vec::new();
+    for (role, cluster, node) in ends {
+        let (Some(cluster), Some(node)) = (cluster, node) else { continue };
+        let Ok(registered) = registry::get(&state.api.pool, cluster).await else { continue };
+        let Ok(registered_node) = registered.node(node) else { continue };
+        let primary = registered_node.endpoints.iter().find(|e| e.role == EndpointRole::Primary);
+        if let Some(href) = primary.and_then(|e| broker_console_url(&e.jolokia_url)) {
+            links.push(BrokerLink { role, node: format!("{cluster}/{node}"), href });
+        }
+    }
+    Ok(links)
+}
+
+/// The Artemis web console a Jolokia URL belongs to: `http://h:8161/console/jolokia` → `http://h:8161/console/`.
+pub(super) fn broker_console_url(jolokia: &str) -> Option<String> {
+    let console = jolokia.trim_end_matches('/').strip_suffix("/jolokia")?;
+    (console.ends_with("/console") && (console.starts_with("http://") || console.starts_with("https://")))
+        .then(|| format!("{console}/"))
+}
+
 /// An action the page offers, with its form.
 pub struct Offer {
     /// `stop`, `resume` or `return`: the path and the button.
@@ -329,6 +386,9 @@ struct RunPage {
     last_error: Option<String>,
     notes: Vec<String>,
     events: Vec<EventLine>,
+    chart: Option<RateChart>,
+    audit: Vec<AuditLine>,
+    brokers: Vec<BrokerLink>,
     offers: Vec<Offer>,
     source_queue: String,
     form_token: String,
@@ -391,6 +451,9 @@ async fn run_page(
         view::line(pool, run).await?.ok_or_else(|| ConsoleError::not_found(format!("there is no run {run}")))?;
     let offers = offers(state, session, &record).await?;
     let proof = v.events.iter().rev().find(|e| e.kind == "end_proof").and_then(|e| e.detail["words"].as_str());
+    let chart = chart::rate_chart(&view::rate(pool, run).await.map_err(ApiError::from)?);
+    let audit = record::audit_for_run(pool, run).await.map_err(ApiError::from)?;
+    let brokers = broker_links(state, &record).await?;
     Ok(RunPage {
         chrome: Chrome::of(Some(session)),
         run: Summary::of(&v),
@@ -408,6 +471,9 @@ async fn run_page(
             .rev()
             .map(|e| EventLine { at: when(e.at), kind: e.kind.clone(), detail: e.detail.to_string() })
             .collect(),
+        chart,
+        audit: audit.into_iter().map(AuditLine::of).collect(),
+        brokers,
         offers,
         source_queue: record.source_queue.clone().unwrap_or_default(),
         form_token: session.form_token.clone(),

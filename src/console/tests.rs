@@ -57,3 +57,13 @@ fn the_dialog_reads_ticked_ids_as_repeated_or_joined_fields_and_says_what_it_tak
     assert!(filter.selection().unwrap_err().starts_with("the filter cannot be read at position 8"));
     assert_eq!(Asked::from_pairs(b"take=all").unwrap().selection(), Ok(Selection::All));
 }
+
+#[test]
+fn a_brokers_console_is_linked_only_from_an_artemis_console_jolokia_url() {
+    use super::pages::broker_console_url;
+    assert_eq!(broker_console_url("http://b1:8161/console/jolokia").as_deref(), Some("http://b1:8161/console/"));
+    assert_eq!(broker_console_url("https://b1:8443/console/jolokia/").as_deref(), Some("https://b1:8443/console/"));
+    for other in ["http://b1:8161/jolokia", "javascript:alert(1)//console/jolokia", "ftp://b1/console/jolokia"] {
+        assert_eq!(broker_console_url(other), None, "{other}");
+    }
+}

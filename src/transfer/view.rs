@@ -4,6 +4,8 @@
 //! [`RunView::build`] is a pure function of what Postgres holds about the run, so the CLI (`runs show`,
 //! `watch`) and the HTTP API show the same thing and it can be tested without brokers; [`load`] reads it.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
@@ -47,6 +49,50 @@ pub struct NodeOutcome {
     pub at: String,
     /// What happened there, in words.
     pub outcome: String,
+    /// The cluster, node and queue; `None` for a part not recorded.
+    pub cluster: Option<String>,
+    /// See `cluster`.
+    pub node: Option<String>,
+    /// See `cluster`.
+    pub queue: Option<String>,
+    /// What happened there as numbers, each under its name: the source's `taken` (into staging), `moved` (by the
+    /// broker, on one node) or `copied` and `browsed`, its `not_taken_in_delivery`, `not_taken_scheduled`,
+    /// `not_taken_gone`, `not_taken_left`, `returned` and `taken_beyond_count`; staging's `held`, `in_doubt` and
+    /// `returned`; the target's `delivered`, `already_on_target` and `dead_lettered`.
+    #[schema(value_type = BTreeMap<String, i64>)]
+    pub counts: BTreeMap<&'static str, i64>,
+}
+
+/// One point of a run's rate over time: its delivered count at an instant, and the rate since the point before.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RatePoint {
+    /// When the count was this.
+    pub at: DateTime<Utc>,
+    /// Messages delivered by then.
+    pub delivered: i64,
+    /// Messages per second delivered since the point before (since the run was executed, for the first).
+    pub per_second: f64,
+}
+
+/// The most points a rate history holds: enough for a chart, few enough for a page.
+pub const RATE_POINTS: usize = 120;
+
+/// A run's rate over time from its `samples` (instant, delivered count; oldest first), from `executed_at`: at
+/// most [`RATE_POINTS`] points, each the last sample of its share of the time, with the rate since the one before.
+pub fn rate_history(samples: &[(DateTime<Utc>, i64)], executed_at: Option<DateTime<Utc>>) -> Vec<RatePoint> {
+    let (Some(first), Some(last)) = (samples.first(), samples.last()) else { return Vec::new() };
+    let start = executed_at.unwrap_or(first.0).min(first.0);
+    let span = (last.0 - start).num_milliseconds().max(1);
+    let share = |at: DateTime<Utc>| ((at - start).num_milliseconds() * RATE_POINTS as i64 / (span + 1)) as usize;
+    let kept = samples.iter().enumerate().filter(|(i, s)| samples.get(i + 1).is_none_or(|n| share(n.0) != share(s.0)));
+    let mut before = (start, 0_i64);
+    kept.map(|(_, &(at, delivered))| {
+        let secs = (at - before.0).num_milliseconds() as f64 / 1000.0;
+        let per_second = if secs > 0.0 { (delivered - before.1).max(0) as f64 / secs } else { 0.0 };
+        before = (at, delivered);
+        RatePoint { at, delivered, per_second }
+    })
+    .collect()
 }
 
 /// A run as shown to operators.
@@ -190,6 +236,10 @@ fn node_outcomes(record: &RunRecord, c: &Counters, pipeline: &Pipeline, events: 
         role: "source",
         at: node_of(&record.source_cluster, &record.source_node, &source_queue),
         outcome: source_outcome(record, c),
+        cluster: record.source_cluster.clone(),
+        node: record.source_node.clone(),
+        queue: record.source_queue.clone(),
+        counts: source_counts(record, c),
     }];
     if let Some(staging) = &record.staging_queue {
         let removed = events.iter().any(|e| e.kind == "staging_removed");
@@ -197,14 +247,52 @@ fn node_outcomes(record: &RunRecord, c: &Counters, pipeline: &Pipeline, events: 
             role: "staging",
             at: node_of(&record.source_cluster, &record.source_node, staging),
             outcome: staging_outcome(removed, pipeline),
+            cluster: record.source_cluster.clone(),
+            node: record.source_node.clone(),
+            queue: Some(staging.clone()),
+            counts: BTreeMap::from([
+                ("held", pipeline.held_in_staging),
+                ("in_doubt", pipeline.in_doubt),
+                ("returned", c.returned),
+            ]),
         });
     }
     nodes.push(NodeOutcome {
         role: "target",
         at: node_of(&record.target_cluster, &record.target_node, &target_queue),
         outcome: target_outcome(c),
+        cluster: record.target_cluster.clone(),
+        node: record.target_node.clone(),
+        queue: record.target_queue.clone(),
+        counts: BTreeMap::from([
+            ("delivered", c.delivered),
+            ("already_on_target", c.already_on_target),
+            ("dead_lettered", c.dead_lettered),
+        ]),
     });
     nodes
+}
+
+/// What the source gave, as numbers (see [`NodeOutcome::counts`]): the words of [`source_outcome`] are made of
+/// the same counters.
+fn source_counts(record: &RunRecord, c: &Counters) -> BTreeMap<&'static str, i64> {
+    let same_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
+    let mut counts = if record.mode.as_deref() == Some("copy") {
+        BTreeMap::from([("copied", c.delivered), ("browsed", c.browsed)])
+    } else if same_node {
+        BTreeMap::from([("moved", c.delivered)])
+    } else {
+        BTreeMap::from([("taken", c.staged)])
+    };
+    counts.extend([
+        ("not_taken_in_delivery", c.not_taken_in_delivery),
+        ("not_taken_scheduled", c.not_taken_scheduled),
+        ("not_taken_gone", c.not_taken_gone),
+        ("not_taken_left", c.not_taken_left),
+        ("returned", c.returned),
+        ("taken_beyond_count", c.taken_beyond_count),
+    ]);
+    counts
 }
 
 /// What the source gave, in words: copied from, moved by the broker, or taken into staging; and what was not.
@@ -331,6 +419,13 @@ pub async fn visible(pool: &PgPool, run: Uuid, principal: &str) -> Result<bool, 
     store::run_visible(pool, run, principal).await
 }
 
+/// `run`'s rate over time (see [`rate_history`]), from the samples its counters left.
+pub async fn rate(pool: &PgPool, run: Uuid) -> Result<Vec<RatePoint>, ViewError> {
+    let record = record(pool, run).await?;
+    let samples = store::rate_samples(pool, run).await?;
+    Ok(rate_history(&samples, record.executed_at))
+}
+
 /// The run's record (no events).
 pub async fn record(pool: &PgPool, run: Uuid) -> Result<RunRecord, ViewError> {
     line(pool, run).await?.ok_or(ViewError::NotFound(run))
@@ -345,6 +440,29 @@ pub async fn load(pool: &PgPool, run: Uuid) -> Result<RunView, ViewError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_rate_history_keeps_the_last_sample_of_each_share_and_the_rate_since_the_one_before() {
+        let t0 = chrono::TimeZone::timestamp_opt(&Utc, 1_800_000_000, 0).unwrap();
+        let at = |ms: i64| t0 + chrono::Duration::milliseconds(ms);
+        let points = |samples: &[(DateTime<Utc>, i64)]| -> Vec<(i64, f64)> {
+            rate_history(samples, Some(t0)).iter().map(|p| (p.delivered, p.per_second)).collect()
+        };
+        assert_eq!(
+            points(&[(at(1_000), 100), (at(2_000), 300), (at(3_000), 350)]),
+            [(100, 100.0), (300, 200.0), (350, 50.0)]
+        );
+        // Two samples a millisecond apart share one point: the later.
+        assert_eq!(
+            points(&[(at(1_000), 100), (at(2_000), 300), (at(2_001), 350)]),
+            [(100, 100.0), (350, 250.0 / 1.001)]
+        );
+        let many: Vec<_> = (0..10_000).map(|i| (at(i * 10), i)).collect();
+        let history = rate_history(&many, Some(t0));
+        assert!(history.len() <= RATE_POINTS, "{}", history.len());
+        assert_eq!(history.last().map(|p| p.delivered), Some(9_999), "the last sample is always kept");
+        assert!(rate_history(&[], Some(t0)).is_empty());
+    }
+
     use super::*;
     use serde_json::json;
 

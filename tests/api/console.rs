@@ -278,6 +278,26 @@ async fn a_console_stop_is_audited_with_the_operator_and_console_and_the_api_ign
     assert_eq!((gone.status, gone.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"));
 }
 
+/// A run's page draws its rate over time from the samples its batches left, and lists its audit trail: who did
+/// what, which way in, when.
+#[tokio::test]
+async fn a_runs_page_draws_its_rate_and_lists_its_audit_trail() {
+    let (world, app, run, cookie, token) = signed_in_beside_a_running_run("console_run_page", ADMIN).await;
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    assert!(page.body.contains("Nothing delivered yet"), "no samples, no chart: {}", page.body);
+    for delivered in [30, 60] {
+        world.deliver(run, delivered).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let done = send(&app, post(&format!("/console/runs/{run}/stop"), Some(&cookie), &form_of(&token), &[])).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    assert!(page.body.contains("<polyline class=\"rate\" points=\""), "{}", page.body);
+    assert!(page.body.contains("60 delivered in all"), "{}", page.body);
+    let audit = &page.body[page.body.find("Audit trail").expect("an audit trail")..];
+    assert!(audit.contains(&format!("<td>{ADMIN}</td><td>stop</td><td>console</td><td>ok</td>")), "{audit}");
+}
+
 #[tokio::test]
 async fn sign_in_refuses_an_unknown_token_and_sessions_end_with_their_token() {
     let world = ConsoleWorld::new("console_sign_in").await;

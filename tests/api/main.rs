@@ -486,6 +486,18 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     let (status, view) = api.get(&path(""), OPERATOR).await;
     assert_eq!(status, StatusCode::OK, "{view}");
     assert_eq!(view["state"], "succeeded", "{view:#}");
+    // Per-node outcome and the rate over time, as data: the numbers of each end, and a point per batch of 50.
+    let counts =
+        |role: &str| view["nodes"].as_array().unwrap().iter().find(|n| n["role"] == role).unwrap()["counts"].clone();
+    assert_eq!(counts("source")["taken"], json!(300), "{view:#}");
+    assert_eq!(counts("target")["delivered"], json!(300), "{view:#}");
+    assert_eq!(counts("staging")["held"], json!(0), "{view:#}");
+    let (status, rate) = api.get(&path("/rate"), OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{rate}");
+    let points = rate["points"].as_array().unwrap();
+    assert!(points.len() >= 2, "{rate}");
+    assert_eq!(points.last().unwrap()["delivered"], json!(300), "{rate}");
+    assert!(points.iter().all(|p| p["per_second"].as_f64().unwrap() >= 0.0), "{rate}");
     let (_, list) = api.get("/api/v1/runs?state=succeeded&limit=10", OPERATOR).await;
     assert_eq!(list["runs"][0]["id"], json!(run), "{list}");
     let (status, answer) = api.get("/api/v1/runs?state=sleeping", OPERATOR).await;

@@ -120,6 +120,14 @@ pub async fn latest_event_id(db: impl PgExecutor<'_>, run: Uuid) -> Result<i64, 
     sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM run_event WHERE run_id = $1").bind(run).fetch_one(db).await
 }
 
+/// The samples of `run`'s delivered count, oldest first (`run_rate_sample`, migration 0016).
+pub async fn rate_samples(db: impl PgExecutor<'_>, run: Uuid) -> Result<Vec<(DateTime<Utc>, i64)>, sqlx::Error> {
+    sqlx::query_as("SELECT at, delivered FROM run_rate_sample WHERE run_id = $1 ORDER BY at, id")
+        .bind(run)
+        .fetch_all(db)
+        .await
+}
+
 /// Where an event stream of a run stands (`run_events_after.sql`).
 #[derive(Debug, Clone, Copy)]
 pub struct EventCursor<'a> {
