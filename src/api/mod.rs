@@ -56,6 +56,7 @@ pub use auth::Caller;
 pub use error::ApiError;
 pub use queues::FilterVerdict;
 pub(crate) use runs::{cursor_after, keyset_of};
+pub(crate) use settings::as_words as setting_words;
 pub use tokens::{LiveTokens, ServiceTokens};
 
 /// What every handler shares.

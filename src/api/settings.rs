@@ -74,7 +74,7 @@ fn new_value_schema() -> utoipa::openapi::schema::Schema {
 }
 
 /// A JSON value in the words `settings set` reads, so both take the same values with the same checks.
-fn as_words(value: &Value) -> Result<String, ApiError> {
+pub(crate) fn as_words(value: &Value) -> Result<String, ApiError> {
     match value {
         Value::Null => Ok("none".into()),
         Value::String(s) => Ok(s.clone()),

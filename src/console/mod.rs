@@ -16,6 +16,7 @@
 //! the audit trigger writes that into every audit row the console's acts cause, the SQL action functions' rows
 //! included, so the trail names the operator and "console".
 
+mod admin;
 pub mod assets;
 mod chart;
 mod pages;
@@ -103,6 +104,10 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/transfer/preview", post(transfer::preview))
         .route("/console/transfer/{run}", get(transfer::show))
         .route("/console/transfer/{run}/execute", post(transfer::execute))
+        .route("/console/staging", get(admin::staging))
+        .route("/console/staging/return", post(admin::return_staging))
+        .route("/console/settings", get(admin::settings_page))
+        .route("/console/settings/{key}", post(admin::set_setting))
         .route("/console/assets/{name}", get(assets::serve))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(axum::middleware::from_fn(same_origin_posts))

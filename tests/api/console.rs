@@ -560,3 +560,93 @@ async fn the_dialog_previews_the_ticked_messages_and_executes_once_armed_all_aud
         .unwrap();
     destroy(&queue).await;
 }
+
+/// Staging with no run: an orphan is listed with what a return does; its return needs its name typed, then puts
+/// every message back on its queue, and is audited as the operator's, via the console.
+#[tokio::test]
+async fn staging_with_no_run_is_listed_and_returned_through_its_form_audited_as_console() {
+    use artemis_transfer::broker::jolokia::RoutingType;
+    use artemis_transfer::transfer::staging::{self, StagingSpec};
+    let (world, app, queue) = console_beside_a_queue("console_orphan", "", 5).await;
+    let mgmt = crate::support::management(testbed::TestBed::get().node("east-1"));
+    let orphan_run = uuid::Uuid::new_v4();
+    let orphan = staging::staging_queue_name(orphan_run);
+    staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, 5)).await.unwrap();
+    let mbean = mgmt.queue_mbean(&queue, RoutingType::Anycast, &queue);
+    let moved = staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 5, None).await.unwrap();
+    assert_eq!(moved, 5);
+    let (cookie, token) = sign_in(&app, ADMIN).await;
+
+    let page = send(&app, get("/console/staging", Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains(&orphan) && page.body.contains("Each message goes back"), "{}", page.body);
+    let form = |confirm: &str| {
+        format!("form_token={token}&cluster=east&node=east-1&queue={orphan}&to=&confirm={}", encoded(confirm))
+    };
+    let wrong = send(&app, post("/console/staging/return", Some(&cookie), &form("nope"), &[])).await;
+    assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", wrong.body);
+    assert!(wrong.body.contains("Type the staging queue"), "{}", wrong.body);
+    let done = send(&app, post("/console/staging/return", Some(&cookie), &form(&orphan), &[])).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let after = send(&app, get(done.header("location"), Some(&cookie))).await;
+    assert!(after.body.contains("5 messages went back"), "{}", after.body);
+    assert!(!after.body.contains(&format!("<code>{orphan}</code>")), "returned, so gone: {}", after.body);
+    let via: Option<String> = sqlx::query_scalar(
+        "SELECT detail->>'via' FROM audit WHERE action = 'orphan_return' AND actor = $1 AND outcome = 'ok'",
+    )
+    .bind(ADMIN)
+    .fetch_one(&world.pool)
+    .await
+    .unwrap();
+    assert_eq!(via.as_deref(), Some("console"));
+    let back = crate::support::census(testbed::TestBed::get().node("east-1"), &queue).await;
+    assert_eq!(back.values().sum::<usize>(), 5, "every message back on its queue: {back:?}");
+    destroy(&queue).await;
+}
+
+/// Settings are an admin's: a reader gets no such page; an admin's change is validated in words, refused when the
+/// setting changed since the page was read, and audited via the console.
+#[tokio::test]
+async fn settings_are_an_admins_validated_in_words_and_audited_as_console() {
+    let world = ConsoleWorld::new("console_settings").await;
+    let app = world.app();
+    let (reader, _) = sign_in(&app, READER).await;
+    let refused = send(&app, get("/console/settings", Some(&reader))).await;
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{}", refused.body);
+    assert!(!refused.body.contains("name=\"value\""), "{}", refused.body);
+
+    let (cookie, token) = sign_in(&app, ADMIN).await;
+    let page = send(&app, get("/console/settings", Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let etag = {
+        let form = &page.body[page.body.find("action=\"/console/settings/batch_size\"").unwrap()..];
+        let marker = "name=\"etag\" value=\"";
+        let at = form.find(marker).unwrap() + marker.len();
+        form[at..].split('"').next().unwrap().replace("&#34;", "\"")
+    };
+    let set = |value: &str, etag: &str| {
+        post(
+            "/console/settings/batch_size",
+            Some(&cookie),
+            &format!("form_token={token}&value={}&etag={}", encoded(value), encoded(etag)),
+            &[],
+        )
+    };
+    let bad = send(&app, set("lots", &etag)).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.body);
+    assert!(bad.body.contains("role=\"alert\"") && bad.body.contains("batch_size"), "{}", bad.body);
+    let done = send(&app, set("123", &etag)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let after = send(&app, get(done.header("location"), Some(&cookie))).await;
+    assert!(after.body.contains("Changed batch_size") && after.body.contains("value=\"123\""), "{}", after.body);
+    let stale = send(&app, set("124", &etag)).await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED, "{}", stale.body);
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT outcome, detail->>'via' FROM audit WHERE action = 'settings.set' AND actor = $1 ORDER BY id",
+    )
+    .bind(ADMIN)
+    .fetch_all(&world.pool)
+    .await
+    .unwrap();
+    assert!(rows.contains(&("ok".into(), Some("console".into()))), "{rows:?}");
+}
