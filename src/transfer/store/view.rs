@@ -115,17 +115,14 @@ pub async fn run_visible(db: impl PgExecutor<'_>, run: Uuid, principal: &str) ->
     sqlx::query_scalar(include_str!("../sql/run_visible.sql")).bind(run).bind(principal).fetch_one(db).await
 }
 
-/// The highest id in `run`'s event log (0 when it has none): where a reader that wants only what is new begins.
+/// `run_latest_event_id.sql`: the highest id in `run`'s event log (0 when it has none): where a reader that wants only what is new begins.
 pub async fn latest_event_id(db: impl PgExecutor<'_>, run: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM run_event WHERE run_id = $1").bind(run).fetch_one(db).await
+    sqlx::query_scalar(include_str!("../sql/run_latest_event_id.sql")).bind(run).fetch_one(db).await
 }
 
-/// The samples of `run`'s delivered count, oldest first (`run_rate_sample`, migration 0016).
+/// `run_rate_samples.sql`: the samples of `run`'s delivered count, oldest first (`run_rate_sample`, migration 0016).
 pub async fn rate_samples(db: impl PgExecutor<'_>, run: Uuid) -> Result<Vec<(DateTime<Utc>, i64)>, sqlx::Error> {
-    sqlx::query_as("SELECT at, delivered FROM run_rate_sample WHERE run_id = $1 ORDER BY at, id")
-        .bind(run)
-        .fetch_all(db)
-        .await
+    sqlx::query_as(include_str!("../sql/run_rate_samples.sql")).bind(run).fetch_all(db).await
 }
 
 /// Where an event stream of a run stands (`run_events_after.sql`).
