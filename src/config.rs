@@ -203,12 +203,44 @@ pub struct ApiConfig {
     pub streams_per_caller: usize,
     /// Plain HTTP beyond loopback is allowed only when this says a proxy in front terminates TLS.
     pub plain_http_behind_proxy: bool,
+    /// The header in which a reverse proxy that has authenticated the person names the operator (e.g.
+    /// `X-Forwarded-User`): the console signs them in without a token (ADR 0021). Empty: off.
+    pub console_operator_header: String,
+    /// The proxies (addresses or ranges) whose `console_operator_header` is believed; from any other peer it is
+    /// ignored. Needed with the header.
+    pub console_operator_peers: Vec<String>,
+    /// The service (of the API tokens in force) an operator signed in by the proxy acts through: it must be one
+    /// that may act for them, and their session ends when its token is removed. Needed with the header.
+    pub console_operator_service: String,
 }
 
 impl ApiConfig {
     /// The proxies whose `X-Forwarded-For` is believed.
     pub fn trusted_proxies(&self) -> Result<crate::api::limit::TrustedProxies, ConfigError> {
         crate::api::limit::TrustedProxies::parse(&self.trusted_proxies).map_err(ConfigError::Invalid)
+    }
+
+    /// The console's sign-in by a trusted proxy's header (ADR 0021), when `console_operator_header` is set: the
+    /// header, the proxies it is believed from, the service it acts through. Refused in words when half set.
+    pub fn console_proxy_sign_in(&self) -> Result<Option<crate::console::ProxySignIn>, ConfigError> {
+        let header = self.console_operator_header.trim();
+        if header.is_empty() {
+            return Ok(None);
+        }
+        let header = axum::http::HeaderName::try_from(header).map_err(|_| {
+            ConfigError::Invalid(format!("api.console_operator_header: {header:?} is not an HTTP header name"))
+        })?;
+        let peers = crate::api::limit::TrustedProxies::parse(&self.console_operator_peers)
+            .map_err(|e| ConfigError::Invalid(e.replace("api.trusted_proxies", "api.console_operator_peers")))?;
+        if self.console_operator_peers.is_empty() || self.console_operator_service.trim().is_empty() {
+            return Err(ConfigError::Invalid(
+                "api.console_operator_header needs api.console_operator_peers (the proxies it is believed from) and \
+                 api.console_operator_service (the service the operators it names act through)"
+                    .into(),
+            ));
+        }
+        let service = self.console_operator_service.trim().to_string();
+        Ok(Some(crate::console::ProxySignIn { header, peers, service }))
     }
 
     /// Each caller's (service and operator) rate limit.
@@ -239,6 +271,7 @@ impl ApiConfig {
             return Err(ConfigError::Invalid("api.streams_per_caller must be at least 1".into()));
         }
         self.trusted_proxies()?;
+        self.console_proxy_sign_in()?;
         if self.request_timeout_ms == 0 || self.tokens_poll_ms == 0 {
             return Err(ConfigError::Invalid(
                 "api.request_timeout_ms and api.tokens_poll_ms must be at least 1".into(),
@@ -455,6 +488,18 @@ mod tests {
     fn an_unknown_key_is_refused() {
         let err = Config::from_sources(None, env(&[("ARTEMIS_TRANSFER__WORKER__LEASE_SEC", "3")])).unwrap_err();
         assert!(matches!(err, ConfigError::Shape(_)), "{err:?}");
+    }
+
+    #[test]
+    fn the_consoles_proxy_header_is_off_by_default_and_refused_without_its_proxies_and_service() {
+        let config = Config::from_sources(None, env(&[])).unwrap();
+        assert!(config.api.console_proxy_sign_in().unwrap().is_none());
+        let header = ("ARTEMIS_TRANSFER__API__CONSOLE_OPERATOR_HEADER", "X-Forwarded-User");
+        let err = Config::from_sources(None, env(&[header])).unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid(words) if words.contains("console_operator_peers")), "{err:?}");
+        let bad = ("ARTEMIS_TRANSFER__API__CONSOLE_OPERATOR_HEADER", "not a header");
+        let err = Config::from_sources(None, env(&[bad])).unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid(words) if words.contains("not an HTTP header name")), "{err:?}");
     }
 
     #[test]

@@ -175,7 +175,8 @@ impl TrustedProxies {
         entries.iter().map(one).collect::<Result<_, _>>().map(TrustedProxies)
     }
 
-    fn trusts(&self, address: IpAddr) -> bool {
+    /// Whether `address` is one of these proxies (or in one of their ranges).
+    pub fn trusts(&self, address: IpAddr) -> bool {
         let address = address.to_canonical();
         self.0.iter().any(|net| net.contains(&address))
     }

@@ -330,6 +330,12 @@ impl ServiceTokens {
         found.cloned()
     }
 
+    /// The service called `name` and the digest of its first token in force: what a session made for it without
+    /// a token (a proxy's sign-in, ADR 0021) is tied to, so that it ends when that token is removed.
+    pub fn named(&self, name: &str) -> Option<(Arc<Service>, [u8; 32])> {
+        self.tokens.iter().find(|(service, _)| service.name == name).map(|(s, d)| (s.clone(), *d))
+    }
+
     /// The name of the service whose token `presented` is.
     pub fn service_of(&self, presented: &str) -> Option<String> {
         self.identify(presented).map(|s| s.name.clone())

@@ -369,7 +369,8 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<Exit, CliError> {
         feeds: Default::default(),
         closing,
     };
-    let console = crate::console::router(crate::console::ConsoleState::new(state.clone(), tls.is_some()));
+    let console_state = crate::console::ConsoleState::new(state.clone(), tls.is_some());
+    let console = crate::console::router(console_state.with_proxy_sign_in(config.api.console_proxy_sign_in()?));
     let stop = worker::shutdown::terminate_signal();
     crate::api::serve(listener, tls, state, console, async move {
         stop.await;

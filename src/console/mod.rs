@@ -26,6 +26,7 @@ mod sign_in;
 mod store;
 mod transfer;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::Request;
@@ -63,6 +64,20 @@ pub struct ConsoleState {
     pub idle: Duration,
     /// How long a session lasts at most.
     pub absolute: Duration,
+    /// Sign-in by a trusted proxy's header (ADR 0021), when configured.
+    pub proxy: Option<Arc<ProxySignIn>>,
+}
+
+/// The console's sign-in by a reverse proxy that has authenticated the person (ADR 0021): the header it names the
+/// operator in, believed only from these peers, and the service such an operator acts through.
+#[derive(Debug, Clone)]
+pub struct ProxySignIn {
+    /// The header naming the operator.
+    pub header: axum::http::HeaderName,
+    /// The TCP peers it is believed from.
+    pub peers: crate::api::limit::TrustedProxies,
+    /// The service of the tokens in force the operator acts through.
+    pub service: String,
 }
 
 /// How many connections the console's own pool may hold: the console is people, few and slow.
@@ -81,7 +96,12 @@ impl ConsoleState {
             .max_connections(POOL_CONNECTIONS)
             .acquire_timeout(api.pool.options().get_acquire_timeout())
             .connect_lazy_with(options);
-        ConsoleState { api, pool, tls, idle: IDLE, absolute: ABSOLUTE }
+        ConsoleState { api, pool, tls, idle: IDLE, absolute: ABSOLUTE, proxy: None }
+    }
+
+    /// This console, signing in whom `proxy` names.
+    pub fn with_proxy_sign_in(self, proxy: Option<ProxySignIn>) -> ConsoleState {
+        ConsoleState { proxy: proxy.map(Arc::new), ..self }
     }
 }
 

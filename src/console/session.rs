@@ -4,10 +4,14 @@
 //! Path=/` cookie (`Secure` and `__Host-` prefixed under TLS); the row holds the id's SHA-256, the operator, the
 //! token's digest and the form token. A session ends at its idle or absolute expiry, at sign-out, and as soon as
 //! the token it was made with is no longer in force.
+//!
+//! Or (ADR 0021) a reverse proxy that authenticates people itself names the operator in a configured header; it is
+//! believed only from the configured proxies' addresses ([`proxied`]), and the session it opens acts through a
+//! configured service.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, Extensions, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use serde_json::json;
@@ -15,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::store::{self, NewSession};
 use super::{ConsoleError, ConsoleState};
+use crate::api::auth::operator_name_fault;
 use crate::transfer::audit::{audit_logged, AuditEntry};
 
 /// The session cookie's name over plain HTTP.
@@ -86,14 +91,51 @@ fn random_token() -> Result<String, ConsoleError> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
 }
 
+/// What a trusted proxy says of a request (ADR 0021): nothing unless proxy sign-in is configured and the request's
+/// TCP peer is one of its proxies — a header from anywhere else is ignored, whatever it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proxied {
+    /// Not from a configured proxy (or none is configured): the header is not read.
+    NotAsked,
+    /// From a proxy, which names no operator (one header, a valid name) or one that is not valid.
+    NoOperator,
+    /// From a proxy, naming this operator.
+    Operator(String),
+}
+
+/// What the proxy that sent this request (if it is one) says of who is signed in.
+pub fn proxied(state: &ConsoleState, extensions: &Extensions, headers: &HeaderMap) -> Proxied {
+    let Some(proxy) = &state.proxy else { return Proxied::NotAsked };
+    let peer = extensions.get::<ConnectInfo<crate::api::PeerAddr>>().map(|c| c.0 .0.ip());
+    if !peer.is_some_and(|peer| proxy.peers.trusts(peer)) {
+        return Proxied::NotAsked;
+    }
+    let mut values = headers.get_all(&proxy.header).iter();
+    let (Some(value), None) = (values.next(), values.next()) else { return Proxied::NoOperator };
+    match value.to_str().map(str::trim) {
+        Ok(name) if operator_name_fault(name).is_none() => Proxied::Operator(name.to_string()),
+        _ => Proxied::NoOperator,
+    }
+}
+
 /// The session of a request, if it has one in force. A session whose token was removed (or whose service may no
-/// longer act for its operator) is ended here.
-pub async fn current(state: &ConsoleState, headers: &HeaderMap) -> Result<Option<Session>, ConsoleError> {
+/// longer act for its operator) is ended here. Through a trusted proxy, a session is honoured only for the
+/// operator the proxy names now (another person at the same browser is not the session's operator).
+pub async fn current(
+    state: &ConsoleState,
+    extensions: &Extensions,
+    headers: &HeaderMap,
+) -> Result<Option<Session>, ConsoleError> {
     let Some(id) = cookie(headers, cookie_name(state)) else { return Ok(None) };
     let hash = id_hash(id);
     let Some(row) = store::console_session_touch(&state.pool, &hash, state.idle.as_secs_f64()).await? else {
         return Ok(None);
     };
+    match proxied(state, extensions, headers) {
+        Proxied::NotAsked => {}
+        Proxied::Operator(named) if named == row.operator => {}
+        Proxied::Operator(_) | Proxied::NoOperator => return Ok(None),
+    }
     let service = state.api.tokens.current().identify_digest(&row.token_digest);
     let in_force = service.is_some_and(|s| s.name == row.service && s.may_act_for(&row.operator));
     if !in_force {
@@ -109,7 +151,7 @@ impl FromRequestParts<ConsoleState> for Session {
     /// The request's session; without one, a redirect to the sign-in page (a link followed from elsewhere arrives
     /// without the `SameSite=Strict` cookie: the sign-in page says what to do, it is not an error).
     async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Session, Response> {
-        match current(state, &parts.headers).await {
+        match current(state, &parts.extensions, &parts.headers).await {
             Ok(Some(session)) => Ok(session),
             Ok(None) => Err(Redirect::to("/console/sign-in").into_response()),
             Err(e) => Err(e.into_response()),
@@ -123,6 +165,7 @@ pub(super) async fn open(
     service: &str,
     operator: &str,
     token_digest: &[u8],
+    how: &'static str,
 ) -> Result<HeaderValue, ConsoleError> {
     let id = random_token()?;
     let form_token = random_token()?;
@@ -139,7 +182,7 @@ pub(super) async fn open(
         absolute_secs: state.absolute.as_secs_f64(),
     };
     store::console_session_insert(&state.pool, &row).await?;
-    audit(state, operator, "console.sign_in", json!({ "service": service })).await;
+    audit(state, operator, "console.sign_in", json!({ "service": service, "by": how })).await;
     let cookie = format!("{}={id}; {}", cookie_name(state), attributes(state, state.absolute.as_secs()));
     HeaderValue::from_str(&cookie).map_err(|_| ConsoleError::new(StatusCode::INTERNAL_SERVER_ERROR, "no cookie"))
 }

@@ -9,17 +9,63 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 
-use super::session::{self, Session};
+use super::session::{self, Proxied, Session};
 use super::{ConsoleError, ConsoleState};
 use crate::api::auth::{client_address, operator_name_fault};
 use crate::api::limit::retry_after_secs;
 use crate::api::tokens::token_digest;
 
-/// `GET /console/sign-in`.
-pub async fn sign_in_page(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
-    match session::current(&state, &headers).await {
+/// `GET /console/sign-in`: the form; or, for a request a trusted proxy sends naming an operator (ADR 0021), their
+/// session at once.
+pub async fn sign_in_page(
+    State(state): State<ConsoleState>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> Response {
+    match session::current(&state, &extensions, &headers).await {
         Ok(Some(_)) => Redirect::to("/console/").into_response(),
-        _ => super::pages::sign_in_form(StatusCode::OK, None, ""),
+        _ => match session::proxied(&state, &extensions, &headers) {
+            Proxied::Operator(operator) => proxy_sign_in(&state, &operator).await,
+            Proxied::NoOperator => super::pages::sign_in_form(
+                StatusCode::UNAUTHORIZED,
+                Some("The proxy in front of the console named no operator (or not one valid name): sign in there."),
+                "",
+            ),
+            Proxied::NotAsked => super::pages::sign_in_form(StatusCode::OK, None, ""),
+        },
+    }
+}
+
+/// A session for the operator a trusted proxy named, acting through the configured service: refused in words when
+/// that service has no token in force or may not act for them.
+async fn proxy_sign_in(state: &ConsoleState, operator: &str) -> Response {
+    let Some(proxy) = &state.proxy else { return super::pages::sign_in_form(StatusCode::OK, None, "") };
+    let Some((service, digest)) = state.api.tokens.current().named(&proxy.service) else {
+        let words = format!(
+            "The console signs in through service {} (api.console_operator_service), which has no token in force.",
+            proxy.service
+        );
+        return ConsoleError::new(StatusCode::SERVICE_UNAVAILABLE, words).into_response();
+    };
+    if !service.may_act_for(operator) {
+        let words = format!(
+            "Service {} may not act for operator {operator}: its token names the operators it acts for.",
+            service.name
+        );
+        return ConsoleError::new(StatusCode::FORBIDDEN, words).into_response();
+    }
+    signed_in(session::open(state, &service.name, operator, &digest, "proxy header").await)
+}
+
+/// To Transfers with the new session's cookie; or the page saying why no session was made.
+fn signed_in(opened: Result<axum::http::HeaderValue, ConsoleError>) -> Response {
+    match opened {
+        Ok(cookie) => {
+            let mut response = Redirect::to("/console/").into_response();
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+            response
+        }
+        Err(e) => e.into_response(),
     }
 }
 
@@ -68,14 +114,7 @@ pub async fn sign_in(
         );
         return refuse(StatusCode::FORBIDDEN, &words);
     }
-    match session::open(&state, &service.name, operator, &token_digest(form.token.trim())).await {
-        Ok(cookie) => {
-            let mut response = Redirect::to("/console/").into_response();
-            response.headers_mut().insert(header::SET_COOKIE, cookie);
-            response
-        }
-        Err(e) => e.into_response(),
-    }
+    signed_in(session::open(&state, &service.name, operator, &token_digest(form.token.trim()), "token").await)
 }
 
 /// The sign-out form.

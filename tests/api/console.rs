@@ -650,3 +650,63 @@ async fn settings_are_an_admins_validated_in_words_and_audited_as_console() {
     .unwrap();
     assert!(rows.contains(&("ok".into(), Some("console".into()))), "{rows:?}");
 }
+
+/// Sign-in by a trusted proxy's header (ADR 0021): honoured only from a configured proxy's address — from any other
+/// peer (or none known) the header is ignored and the sign-in form shown; through the proxy a session is made for
+/// the operator it names, audited, and honoured only while the proxy names that same operator.
+#[tokio::test]
+async fn a_proxys_operator_header_is_honoured_only_from_a_configured_proxy() {
+    use artemis_transfer::api::limit::TrustedProxies;
+    use artemis_transfer::console::{ConsoleState, ProxySignIn};
+    use axum::extract::ConnectInfo;
+    let world = ConsoleWorld::new("console_proxy").await;
+    let proxy = ProxySignIn {
+        header: axum::http::HeaderName::from_static("x-forwarded-user"),
+        peers: TrustedProxies::parse(&["10.0.0.7".to_string()]).unwrap(),
+        service: "console".into(),
+    };
+    let console =
+        artemis_transfer::console::router(ConsoleState::new(world.api.clone(), false).with_proxy_sign_in(Some(proxy)));
+    let app = console.merge(artemis_transfer::api::router(world.api.clone()));
+    let from = |peer: Option<&str>, path: &str, user: Option<&str>, cookie: Option<&str>| {
+        let mut request = get(path, cookie);
+        if let Some(user) = user {
+            request.headers_mut().insert("x-forwarded-user", user.parse().unwrap());
+        }
+        if let Some(peer) = peer {
+            let addr = artemis_transfer::api::PeerAddr(format!("{peer}:40000").parse().unwrap());
+            request.extensions_mut().insert(ConnectInfo(addr));
+        }
+        request
+    };
+    // From a peer that is not the proxy, or from an unknown peer: the header is ignored.
+    for peer in [Some("10.0.0.9"), None] {
+        let ignored = send(&app, from(peer, "/console/sign-in", Some(ADMIN), None)).await;
+        assert_eq!(ignored.status, StatusCode::OK, "{peer:?}: {}", ignored.body);
+        assert!(ignored.header("set-cookie").is_empty() && ignored.body.contains("name=\"token\""), "{}", ignored.body);
+    }
+    // From the proxy, a name that is not one: no session.
+    let nameless = send(&app, from(Some("10.0.0.7"), "/console/sign-in", Some(" "), None)).await;
+    assert_eq!(nameless.status, StatusCode::UNAUTHORIZED, "{}", nameless.body);
+    assert!(nameless.header("set-cookie").is_empty());
+    // From the proxy, naming alice: her session, audited as made by the proxy's header.
+    let signed = send(&app, from(Some("10.0.0.7"), "/console/sign-in", Some(ADMIN), None)).await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.body);
+    let cookie = signed.header("set-cookie").split(';').next().unwrap().to_string();
+    let page = send(&app, from(Some("10.0.0.7"), "/console/", Some(ADMIN), Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains(&format!("Signed in as <strong>{ADMIN}</strong>")), "{}", page.body);
+    // The proxy naming someone else, or no one, with alice's cookie: not alice's session.
+    for user in [Some(READER), None] {
+        let other = send(&app, from(Some("10.0.0.7"), "/console/", user, Some(&cookie))).await;
+        assert_eq!((other.status, other.header("location")), (StatusCode::SEE_OTHER, "/console/sign-in"), "{user:?}");
+    }
+    let by: Option<String> = sqlx::query_scalar(
+        "SELECT detail->>'by' FROM audit WHERE action = 'console.sign_in' AND actor = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(ADMIN)
+    .fetch_one(&world.pool)
+    .await
+    .unwrap();
+    assert_eq!(by.as_deref(), Some("proxy header"));
+}
