@@ -26,6 +26,7 @@ use crate::jobs::settings;
 use crate::jobs::RunState;
 use crate::registry::store as registry;
 use crate::transfer::actions::{self, Confirmation};
+use crate::transfer::browse::{self, NodeAsked, QueuesAsked};
 use crate::transfer::permissions::{self, Permission};
 use crate::transfer::plan::parse_filter;
 use crate::transfer::service::{preview_and_store, targets_for, PreviewRequest};
@@ -141,6 +142,8 @@ pub struct TargetOption {
     label: String,
     /// Why it may not be chosen; `None`: it may.
     disabled: Option<String>,
+    /// Whether it is the one chosen (whose queues the queue picker lists).
+    chosen: bool,
 }
 
 /// The dialog.
@@ -155,6 +158,10 @@ struct DialogPage {
     modes: Vec<(&'static str, &'static str)>,
     targets: Vec<TargetOption>,
     target_queue: String,
+    /// The chosen target node's queues (a first page), for the queue picker; a name may also be typed.
+    target_queues: Vec<String>,
+    /// `cluster / node` whose queues the picker lists.
+    target_queues_of: String,
     form_token: String,
     error: Option<String>,
 }
@@ -164,6 +171,7 @@ async fn dialog(
     state: &ConsoleState,
     session: &Session,
     asked: Asked,
+    chosen: &str,
     error: Option<String>,
 ) -> Result<DialogPage, ConsoleError> {
     let operator = &session.operator;
@@ -191,8 +199,23 @@ async fn dialog(
                 value: format!("{}/{}", segment(&cluster.name), segment(&node.name)),
                 label: format!("{} / {}", cluster.name, node.name),
                 disabled: target.reason.clone(),
+                chosen: false,
             });
         }
+    }
+    // The node asked for when it may be chosen, else the first that may: the picker lists its queues.
+    let node_of = |value: &str| value.split_once('/').map(|(c, n)| (decoded(c), decoded(n)));
+    let asked_for = node_of(chosen);
+    let pick =
+        options.iter().position(|o| o.disabled.is_none() && asked_for.is_some() && node_of(&o.value) == asked_for);
+    let pick = pick.or_else(|| options.iter().position(|o| o.disabled.is_none()));
+    let (mut target_queues, mut target_queues_of) = (Vec::new(), String::new());
+    if let Some(at) = pick {
+        options[at].chosen = true;
+        target_queues_of = options[at].label.clone();
+        let (cluster, node) =
+            options[at].value.split_once('/').map(|(c, n)| (decoded(c), decoded(n))).unwrap_or_default();
+        target_queues = queue_names(state, session, &cluster, &node).await;
     }
     Ok(DialogPage {
         chrome: Chrome::of(Some(session)),
@@ -203,10 +226,29 @@ async fn dialog(
         asked,
         modes,
         targets: options,
+        target_queues,
+        target_queues_of,
         form_token: session.form_token.clone(),
         error,
     })
 }
+
+/// The names of a first page of `node`'s queues, for the queue picker: none when they cannot be listed (the
+/// operator types the name; the preview then says what is wrong with it).
+async fn queue_names(state: &ConsoleState, session: &Session, cluster: &str, node: &str) -> Vec<String> {
+    let at = NodeAsked { operator: &session.operator, cluster, node };
+    let asked = QueuesAsked { name_contains: None, after: None, limit: PICKER_QUEUES };
+    match browse::list_queues(&state.api.pool, at, &asked).await {
+        Ok(page) => page.queues.into_iter().filter(|q| q.internal.is_none()).map(|q| q.name).collect(),
+        Err(e) => {
+            tracing::debug!(error = %e, cluster, node, "the queue picker could not list the target's queues");
+            Vec::new()
+        }
+    }
+}
+
+/// How many of a target node's queues the picker lists.
+const PICKER_QUEUES: usize = 200;
 
 /// `GET /console/transfer/new?cluster=&node=&queue=&take=&id=…&filter=`: the dialog. The source cluster must be
 /// one the operator sees (404 otherwise, as everywhere).
@@ -215,11 +257,12 @@ pub async fn new(
     session: Session,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ConsoleError> {
-    let asked = Asked::from_pairs(query.unwrap_or_default().as_bytes())?;
+    let asked = Asked::from_pairs(query.as_deref().unwrap_or_default().as_bytes())?;
     require_visible_cluster(&state, &session, &asked.cluster).await?;
     let error = asked.selection().err();
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    let page = dialog(&state, &session, asked, error).await?;
+    let chosen = field(query.as_deref().unwrap_or_default().as_bytes(), "target");
+    let page = dialog(&state, &session, asked, &chosen, error).await?;
     Ok((status, html(page.render())).into_response())
 }
 
@@ -252,10 +295,11 @@ pub async fn preview(
     session.check_form_token(&field(&body, "form_token"))?;
     let asked = Asked::from_pairs(&body)?;
     require_visible_cluster(&state, &session, &asked.cluster).await?;
+    let chosen = field(&body, "target");
     let refuse = |status: StatusCode, words: String, asked: Asked| {
-        let (state, session) = (&state, &session);
+        let (state, session, chosen) = (&state, &session, &chosen);
         async move {
-            let page = dialog(state, session, asked, Some(words)).await?;
+            let page = dialog(state, session, asked, chosen, Some(words)).await?;
             Ok::<Response, ConsoleError>((status, html(page.render())).into_response())
         }
     };

@@ -710,3 +710,29 @@ async fn a_proxys_operator_header_is_honoured_only_from_a_configured_proxy() {
     .unwrap();
     assert_eq!(by.as_deref(), Some("proxy header"));
 }
+
+/// The dialog's target queue picker lists the chosen target node's queues (a name may still be typed): the node
+/// asked for when it may be chosen, and its queues, hostile names as text.
+#[tokio::test]
+async fn the_dialogs_queue_picker_lists_the_chosen_target_nodes_queues() {
+    let (_world, app, queue) = console_beside_a_queue("console_picker", "", 1).await;
+    let bed = testbed::TestBed::get();
+    let picked_queue = format!("{}_<i>dst</i>", testbed::unique_name("console_picker"));
+    crate::support::create_queue(bed.node("east-2"), &picked_queue).await;
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    let dialog = format!(
+        "/console/transfer/new?cluster=east&node=east-1&queue={}&take=all&target={}",
+        encoded(&queue),
+        encoded("east/east-2")
+    );
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("<option value=\"east/east%2D2\" selected>"), "{}", page.body);
+    let picker = &page.body[page.body.find("<datalist id=\"target-queues\">").expect("a queue picker")..];
+    let picker = &picker[..picker.find("</datalist>").unwrap()];
+    let shown = picked_queue.replace('<', "&#60;").replace('>', "&#62;");
+    assert!(picker.contains(&format!("<option value=\"{shown}\">")), "{picker}");
+    assert!(!picker.contains("<i>"), "{picker}");
+    let _ = crate::support::management(bed.node("east-2")).destroy_queue(&picked_queue).await;
+    destroy(&queue).await;
+}

@@ -12,12 +12,9 @@
     return document.querySelectorAll("[data-live][id]");
   }
 
-  function refresh() {
-    if (busy || document.hidden || live().length === 0) {
-      return;
-    }
-    busy = true;
-    fetch(window.location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+  // Asks for `url` (this session's page) and swaps in the elements of the answer with these ids, in place.
+  function swapFrom(url, ids) {
+    return fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (response) {
         if (!response.ok || response.redirected) {
           throw new Error("the page answered " + response.status);
@@ -26,12 +23,26 @@
       })
       .then(function (text) {
         var fresh = new DOMParser().parseFromString(text, "text/html");
-        live().forEach(function (old) {
-          var next = fresh.getElementById(old.id);
-          if (next) {
+        ids.forEach(function (id) {
+          var old = document.getElementById(id);
+          var next = fresh.getElementById(id);
+          if (old && next) {
             old.replaceWith(document.importNode(next, true));
           }
         });
+      });
+  }
+
+  function refresh() {
+    if (busy || document.hidden || live().length === 0) {
+      return;
+    }
+    busy = true;
+    var ids = Array.prototype.map.call(live(), function (element) {
+      return element.id;
+    });
+    swapFrom(window.location.href, ids)
+      .then(function () {
         document.documentElement.removeAttribute("data-stale");
       })
       .catch(function () {
@@ -115,4 +126,19 @@
       }
     });
   });
+
+  // The transfer dialog's queue picker: when another target node is chosen, the dialog is asked again for that
+  // node (the same GET the page works by without script) and only its list of queues and its name are swapped in.
+  var targetSelect = document.querySelector("select[data-queues-for]");
+  if (targetSelect && targetSelect.form) {
+    targetSelect.addEventListener("change", function () {
+      var fields = new URLSearchParams(new FormData(targetSelect.form));
+      fields.delete("form_token");
+      fields.delete("target_queue");
+      swapFrom("/console/transfer/new?" + fields.toString(), ["target-queues", "target-queues-node"])
+        .catch(function () {
+          // The list stays as it was; a name can still be typed.
+        });
+    });
+  }
 })();
