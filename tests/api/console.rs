@@ -284,7 +284,7 @@ async fn a_console_stop_is_audited_with_the_operator_and_console_and_the_api_ign
 async fn a_runs_page_draws_its_rate_and_lists_its_audit_trail() {
     let (world, app, run, cookie, token) = signed_in_beside_a_running_run("console_run_page", ADMIN).await;
     let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
-    assert!(page.body.contains("Nothing delivered yet"), "no samples, no chart: {}", page.body);
+    assert!(page.body.contains("Not drawn yet"), "no samples, no chart: {}", page.body);
     for delivered in [30, 60] {
         world.deliver(run, delivered).await;
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -211,6 +211,9 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     assert_eq!(text(&client, "[data-step=\"Delivered\"]").await, "100");
     assert!(text(&client, "#main").await.contains("Stop lets the batch in flight finish"));
     client.execute("window.notReloaded = true;", vec![]).await.unwrap();
+    // Two batches a second apart: the rate chart has its two samples.
+    world.deliver(run, 250).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     world.deliver(run, 400).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     while text(&client, "[data-step=\"Delivered\"]").await != "400" {
@@ -220,9 +223,18 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     let same_page = client.execute("return window.notReloaded === true;", vec![]).await.unwrap();
     assert_eq!(same_page, json!(true), "the numbers changed in place: the page was not reloaded");
     assert!(text(&client, "#live").await.contains("400 of 1000"));
+    let chart = client.find(Locator::Css("figure.chart svg title")).await.unwrap().html(true).await.unwrap();
+    assert!(chart.contains("400 delivered in all"), "the rate chart, redrawn in place: {chart}");
     client.screenshot().await.map(|png| std::fs::write(screenshots().join("run.png"), png).unwrap()).unwrap();
     client.set_window_size(390, 844).await.unwrap();
     assert!(fits_the_width(&client).await, "a run's page fits a phone's width");
+
+    // Staging with no run and Settings (an admin's) load under the same CSP, with nothing in the log.
+    client.set_window_size(1280, 900).await.unwrap();
+    client.goto(&format!("{base}/console/staging")).await.unwrap();
+    assert!(text(&client, "h1").await.contains("Staging with no run"));
+    client.goto(&format!("{base}/console/settings")).await.unwrap();
+    assert!(text(&client, "#main").await.contains("batch_size"));
 
     assert_a_quiet_browser_log(&client).await;
     client.close().await.unwrap();
