@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
-use world::{ConsoleWorld, ADMIN, HOSTILE_QUEUE, TOKEN};
+use world::{ConsoleWorld, ADMIN, EAST_ONLY, HOSTILE_QUEUE, TOKEN};
 
 /// The chromedriver to use; `None` (the test then skips, saying so) when there is none and CI does not require one.
 fn chromedriver_or_skip() -> Option<PathBuf> {
@@ -374,6 +374,46 @@ async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the
         let seen = on_target.get(id).copied().unwrap_or(0) + on_source.get(id).copied().unwrap_or(0);
         assert_eq!(seen, 1, "{id}: {on_target:?} {on_source:?}");
     }
+    // Another operator, who may move from east but send only to west: east's nodes are listed, disabled, saying
+    // why; and one who sees east only: west is not listed at all.
+    for (principal, cluster, permission) in [
+        ("sam", "east", "cluster:read"),
+        ("sam", "east", "message:read"),
+        ("sam", "east", "message:move"),
+        ("sam", "west", "cluster:read"),
+        ("sam", "west", "message:send"),
+    ] {
+        sqlx::query(
+            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ($1, $2, $3, 'test')",
+        )
+        .bind(principal)
+        .bind(cluster)
+        .bind(permission)
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    }
+    let dialog = format!("{base}/console/transfer/new?cluster=east&node=east-1&queue={source}&take=all");
+    for operator in ["sam", EAST_ONLY] {
+        click(&client, "form.signout button[type=submit]").await;
+        at(&client, "/console/sign-in").await;
+        type_into(&client, "#token", TOKEN).await;
+        type_into(&client, "#operator", operator).await;
+        click(&client, "form.stack button[type=submit]").await;
+        at(&client, "/console/").await;
+        client.goto(&dialog).await.unwrap();
+        at(&client, "/console/transfer/new").await;
+        let targets = text(&client, "#main").await;
+        if operator == "sam" {
+            let disabled = client.find(Locator::Css("option[value=\"east/east%2D1\"]")).await.unwrap();
+            assert_eq!(disabled.attr("disabled").await.unwrap().as_deref(), Some("true"), "{targets}");
+            assert!(targets.contains("east / east-1: ") && targets.contains("message:send"), "the reason: {targets}");
+            assert!(targets.contains("west / west-1"), "{targets}");
+        } else {
+            assert!(targets.contains("east / east-1") && !targets.contains("west"), "west is invisible: {targets}");
+        }
+    }
+
     // The refused filter's 400 is the one thing the browser may log.
     assert_a_quiet_browser_log_but(&client, &["status of 400"]).await;
     client.close().await.unwrap();
