@@ -229,6 +229,19 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     client.set_window_size(390, 844).await.unwrap();
     assert!(fits_the_width(&client).await, "a run's page fits a phone's width");
 
+    // Stop through the run page's form, armed by the queue's name; then the return is offered, saying first what it
+    // does (submitting it needs a run with a real plan: the in-process and API tests return real runs).
+    client.set_window_size(1280, 900).await.unwrap();
+    let live = text(&client, "#main").await;
+    assert!(live.contains("Stop lets the batch in flight finish"), "{live}");
+    type_into(&client, "#confirm-stop", "orders").await;
+    click(&client, "form[action$=\"/stop\"] button[type=submit]").await;
+    wait_text(&client, "p.notice", "Stop asked").await;
+    wait_text(&client, "#state", "Stopped").await;
+    let page = text(&client, "#main").await;
+    assert!(page.contains("Messages already delivered stay on the target"), "said before typing: {page}");
+    assert!(client.find(Locator::Id("confirm-return")).await.is_ok(), "the return is offered, armed by the name");
+
     // Staging with no run and Settings (an admin's) load under the same CSP, with nothing in the log.
     client.set_window_size(1280, 900).await.unwrap();
     client.goto(&format!("{base}/console/staging")).await.unwrap();
