@@ -156,6 +156,12 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0\n")).unwrap_or(false)
 }
 
+/// The test bed's Postgres program `name` (`pgbench`, `psql`, …): the binaries of `config/testbed.toml`
+/// `[postgres] bin_dir`, the ones the test bed's server runs from.
+pub fn postgres_program(name: &str) -> PathBuf {
+    postgres_tools().0.join(name)
+}
+
 /// `[postgres] bin_dir` and `os_user` from `config/testbed.toml`.
 fn postgres_tools() -> (PathBuf, String) {
     let text = std::fs::read_to_string(repo_root().join("config/testbed.toml")).expect("read config/testbed.toml");
