@@ -12,8 +12,7 @@
 //! run's first job and of every 32nd, and a run's start and end, are extra work pgbench does not do):
 //!
 //! ```text
-//! BEGIN
-//! tx_idle_timeout          -- the transaction's idle bound (the lease's length)
+//! BEGIN; SET LOCAL idle_in_transaction_session_timeout = <the lease's length>   -- session::begin_bounded
 //! job_lock_fenced          -- lock the run row and the job row while the lease token holds (the fence)
 //! job_complete_and_enqueue -- complete the job; insert the next one, already leased to this worker (the claim)
 //! COMMIT
@@ -35,7 +34,7 @@ use artemis_transfer::jobs::executor::ExecutorConfig;
 use artemis_transfer::jobs::handler::{Handler, HandlerFuture, JobContext, Outcome, Registry};
 use artemis_transfer::jobs::retry::RetryPolicy;
 use artemis_transfer::jobs::runtime::ClaimConfig;
-use artemis_transfer::jobs::store::job as jobs;
+use artemis_transfer::jobs::store::{job as jobs, session};
 use artemis_transfer::jobs::{runs, settings, NewJob, RunId, RunState};
 use artemis_transfer::worker::{self, WorkerOptions};
 use sqlx::postgres::PgPoolOptions;
@@ -228,7 +227,8 @@ fn with_arguments(sql: &str, args: &[&str]) -> String {
 /// client first finds the live job of "its" run (the `client_id`-th); after that the hand-off's `\gset` gives it the
 /// next job's `id` and `lease_token`, leased to it, as the executor gets its continuation.
 fn pgbench_script() -> String {
-    let idle = with_arguments(include_str!("../src/jobs/sql/tx_idle_timeout.sql"), &[":idle_ms"]);
+    // pgbench sends `BEGIN` and the bound as two commands (prepared mode takes one statement per command).
+    let begin = session::begin_bounded(LEASE);
     let lock = with_arguments(include_str!("../src/jobs/sql/job_lock_fenced.sql"), &[":run_id", ":id", ":lease_token"]);
     let hand_off = with_arguments(
         include_str!("../src/jobs/sql/job_complete_and_enqueue.sql"),
@@ -248,7 +248,7 @@ fn pgbench_script() -> String {
         "\\if :id = 0\n\
          SELECT id, lease_token, run_id FROM job WHERE state = 'running' ORDER BY run_id OFFSET :client_id LIMIT 1 \\gset\n\
          \\endif\n\
-         BEGIN;\n{idle};\n{lock};\n{hand_off} \\gset\nCOMMIT;\n"
+         {begin};\n{lock};\n{hand_off} \\gset\nCOMMIT;\n"
     )
 }
 
@@ -265,7 +265,6 @@ async fn measure_pgbench(clients: usize, jobs_per_client: usize) -> Result<Pgben
     let syncs_before = wal_syncs(&pool).await?;
     let variables = [
         "id=0".to_owned(),
-        format!("idle_ms={}", LEASE.as_millis()),
         format!("kind={KIND}"),
         "payload=0".to_owned(),
         format!("max_attempts={MAX_ATTEMPTS}"),

@@ -134,11 +134,9 @@ impl Lease {
     /// long as it is frozen, and since claims skip locked rows, no other worker could take the job over however
     /// long ago its lease expired. Postgres ends such a session instead, rolling the transaction back; the holder,
     /// when it wakes, finds its connection gone and writes nothing (docs/guarantees.md, I5). No broker call is ever made inside
-    /// these transactions, so a live holder never comes near the bound.
+    /// these transactions, so a live holder never comes near the bound. One round trip: the bound travels with `BEGIN`.
     async fn begin_bounded(&self) -> Result<Transaction<'static, Postgres>, Error> {
-        let mut tx = self.pool.begin().await.db("begin")?;
-        session::tx_idle_timeout(&mut *tx, self.duration).await?;
-        Ok(tx)
+        self.pool.begin_with(session::begin_bounded(self.duration)).await.db("begin")
     }
 
     /// Extends the lease; [`Error::LeaseLost`] when the token no longer holds it.

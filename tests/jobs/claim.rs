@@ -149,6 +149,25 @@ async fn a_lost_lease_writes_nothing() {
     assert_eq!(states, [(0, JobState::Completed, 2), (1, JobState::Pending, 0)]);
 }
 
+/// A holder frozen inside its fenced transaction (SIGSTOP, a VM pause) does not keep the job's and run's rows
+/// locked past its lease: Postgres ends the session once the transaction sits idle for the lease's length (the
+/// bound travels with BEGIN, `session::begin_bounded`), the transaction rolls back, and the job can be taken over.
+#[tokio::test]
+async fn a_frozen_holder_loses_its_transaction_after_the_leases_length() {
+    let db = support::db("fenced_idle_bound").await;
+    support::start_probe_run(&db.pool, &ProbeSpec::new(3)).await;
+    let claimed = claim(&db.pool, "frozen").await.unwrap();
+    let short = Lease::new(db.pool.clone(), &claimed, Duration::from_millis(500), 10, Wake::new());
+    let mut tx = short.begin().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let late = tx.complete_and_enqueue(&NewJob::new("probe", claimed.job.payload.clone())).await;
+    assert!(matches!(late, Err(Error::Db { .. })), "{late:?}");
+    drop(tx);
+    expire_lease(&db.pool, &claimed).await;
+    let taken = claim(&db.pool, "healthy").await.expect("the rows are no longer locked");
+    assert_eq!((taken.job.id, taken.job.attempt), (claimed.job.id, 2));
+}
+
 /// A handler's transaction commits all of its writes or none, and while it is open nobody can take the job
 /// over, even once the lease has expired: the fence is the token plus the row lock, not the clock.
 #[tokio::test]

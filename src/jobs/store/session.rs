@@ -2,14 +2,24 @@
 
 use std::time::Duration;
 
-use sqlx::PgExecutor;
+/// The statement that opens a transaction whose idle time Postgres bounds by `idle` (at least a millisecond: zero
+/// would mean "never"): Postgres ends the session if the transaction sits idle longer. `BEGIN` and the bound go as
+/// one simple query, so the bound costs no round trip of its own; `SET LOCAL` ends with the transaction. The value is
+/// a number this function formats, never caller text.
+pub fn begin_bounded(idle: Duration) -> String {
+    format!("BEGIN; SET LOCAL idle_in_transaction_session_timeout = {}", idle.as_millis().max(1))
+}
 
-use crate::jobs::error::{DbContext, Error};
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `tx_idle_timeout.sql`: Postgres ends the session if the current transaction sits idle longer than `idle`
-/// (at least a millisecond: zero would mean "never").
-pub async fn tx_idle_timeout(db: impl PgExecutor<'_>, idle: Duration) -> Result<(), Error> {
-    let idle_ms = idle.as_millis().max(1).to_string();
-    sqlx::query(include_str!("../sql/tx_idle_timeout.sql")).bind(idle_ms).execute(db).await.db("tx_idle_timeout")?;
-    Ok(())
+    #[test]
+    fn the_bound_is_in_milliseconds_and_never_zero() {
+        assert_eq!(
+            begin_bounded(Duration::from_secs(30)),
+            "BEGIN; SET LOCAL idle_in_transaction_session_timeout = 30000"
+        );
+        assert!(begin_bounded(Duration::ZERO).ends_with("= 1"));
+    }
 }
