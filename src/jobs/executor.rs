@@ -18,18 +18,20 @@
 //! Bookkeeping writes (retry, snooze, end) are retried briefly on transient database errors; if they still fail
 //! the job stays leased and is taken over when the lease expires, at the cost of an attempt.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use chrono::Utc;
 use serde::Serialize;
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres};
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::error::Error;
-use crate::jobs::handler::{JobContext, Outcome, Registry};
-use crate::jobs::lease::{Lease, RunEnd};
+use crate::jobs::handler::{HandlerFuture, JobContext, Outcome, Registry};
+use crate::jobs::lease::{Lease, NextOn, RunEnd};
 use crate::jobs::model::{ClaimedJob, JobRow, JobState, RunState};
 use crate::jobs::retry::RetryPolicy;
 use crate::jobs::store::job as jobs;
@@ -111,13 +113,13 @@ impl Executor {
 
     /// Runs `claimed` to its next state, then any continuation its handler received.
     pub async fn execute(&self, claimed: ClaimedJob) -> Result<Executed, Error> {
-        let mut job = claimed;
+        let (mut job, mut connection) = (claimed, None);
         let mut run_in_a_row = 1;
         loop {
-            let (executed, next) = self.execute_one(job, run_in_a_row < CONTINUATION_LIMIT).await;
+            let (executed, next) = self.execute_one(job, connection, run_in_a_row < CONTINUATION_LIMIT).await;
             match (executed, next) {
-                (Ok(Executed::Committed), Some(next)) => {
-                    job = next;
+                (Ok(Executed::Committed), Some((next, committed_on))) => {
+                    (job, connection) = (next, Some(committed_on));
                     run_in_a_row += 1;
                 }
                 (executed, _) => return executed,
@@ -125,15 +127,22 @@ impl Executor {
         }
     }
 
-    /// Runs one job; returns what became of it and the continuation its hand-off leased to this worker.
+    /// Runs one job, whose first transaction may take `connection` (its predecessor's, see [`Lease::with_connection`]);
+    /// returns what became of it and the continuation its hand-off leased to this worker, with the connection the
+    /// hand-off committed on.
     #[tracing::instrument(name = "job", skip_all, fields(job_id = %claimed.job.id, run_id = %claimed.job.run_id,
         seq = claimed.job.seq, kind = %claimed.job.kind, attempt = claimed.job.attempt, lease_token = %claimed.token))]
     async fn execute_one(
         &self,
         claimed: ClaimedJob,
+        connection: Option<PoolConnection<Postgres>>,
         may_continue: bool,
-    ) -> (Result<Executed, Error>, Option<ClaimedJob>) {
+    ) -> (Result<Executed, Error>, Option<NextOn>) {
         let lease = self.lease(&claimed).continue_as(if may_continue { claimed.job.lease_owner.clone() } else { None });
+        let lease = match connection {
+            Some(connection) => lease.with_connection(connection),
+            None => lease,
+        };
         let job = &claimed.job;
         if claimed.reclaimed {
             tracing::warn!(reason = ?job.last_error, "took over a job whose lease expired");
@@ -166,14 +175,13 @@ impl Executor {
             reclaimed: claimed.reclaimed,
         };
         let mut handled = handler.handle(&ctx);
-        let raced = tokio::select! {
-            // The handler first: when it finished in the same instant the lease went (its own commit ended
-            // the lease) or the deadline passed, its outcome is the truth.
-            biased;
-            outcome = &mut handled => Ok(outcome),
-            lost = keep_alive(&lease, self.config.heartbeat, self.config.lease) => Err(Interruption::LeaseLost(lost)),
-            () = tokio::time::sleep(self.config.deadline) => Err(Interruption::DeadlinePassed),
-        };
+        // The handler's first step, up to its first wait: one that opens its transaction at once has taken its
+        // predecessor's connection by then; one that does other work first (broker calls) must not hold a pool
+        // connection idle meanwhile, so whatever was not taken goes back now.
+        let first_step = std::future::poll_fn(|cx| Poll::Ready(handled.as_mut().poll(cx))).await;
+        lease.give_back_connection();
+        let raced =
+            if let Poll::Ready(outcome) = first_step { Ok(outcome) } else { self.race(&lease, &mut handled).await };
         let outcome = match raced {
             Ok(outcome) => outcome,
             Err(interruption) if self.completed_by(&claimed).await => {
@@ -193,7 +201,9 @@ impl Executor {
             }
         };
         let executed = match outcome {
-            Ok(Outcome::Committed(committed)) => return (Ok(Executed::Committed), committed.into_next()),
+            Ok(Outcome::Committed(committed)) => {
+                return (Ok(Executed::Committed), committed.into_next_with_connection())
+            }
             Ok(Outcome::Snooze { until, reason }) => {
                 tracing::debug!(%until, %reason, "snoozed");
                 self.bookkeep(|| lease.snooze(until)).await.map(|()| Executed::Snoozed)
@@ -211,6 +221,22 @@ impl Executor {
             }
         };
         (executed, None)
+    }
+
+    /// Races the handler against its lease and its deadline.
+    async fn race(
+        &self,
+        lease: &Lease,
+        handled: &mut HandlerFuture<'_>,
+    ) -> Result<Result<Outcome, Error>, Interruption> {
+        tokio::select! {
+            // The handler first: when it finished in the same instant the lease went (its own commit ended
+            // the lease) or the deadline passed, its outcome is the truth.
+            biased;
+            outcome = handled => Ok(outcome),
+            lost = keep_alive(lease, self.config.heartbeat, self.config.lease) => Err(Interruption::LeaseLost(lost)),
+            () = tokio::time::sleep(self.config.deadline) => Err(Interruption::DeadlinePassed),
+        }
     }
 
     /// What becomes of a job whose handler was dropped (docs/guarantees.md: every step is fenced by the lease, so a handler

@@ -7,11 +7,15 @@
 //! — its run's progress, completing the job, enqueueing the next — commits together or not at all, and
 //! not at all if the lease was lost before it began (docs/guarantees.md, I5).
 
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgTransactionManager;
+use sqlx::{PgConnection, PgPool, Postgres, TransactionManager};
 
 use crate::jobs::error::{DbContext, Error};
 use crate::jobs::model::{ClaimedJob, JobId, JobState, LeaseToken, NewJob, RunId, RunState};
@@ -24,13 +28,28 @@ use crate::jobs::wake::Wake;
 #[must_use]
 pub struct Committed {
     // Boxed: outcomes are moved around a lot and are otherwise a few words.
-    next: Option<Box<ClaimedJob>>,
+    next: Option<Box<Continued>>,
+}
+
+/// A continuation and the connection its hand-off committed on.
+pub(crate) type NextOn = (ClaimedJob, PoolConnection<Postgres>);
+
+/// A continuation and the connection its hand-off committed on.
+#[derive(Debug)]
+struct Continued {
+    job: ClaimedJob,
+    connection: PoolConnection<Postgres>,
 }
 
 impl Committed {
     /// The next job of the run, leased to this worker, if the hand-off continued.
     pub fn into_next(self) -> Option<ClaimedJob> {
-        self.next.map(|job| *job)
+        self.next.map(|next| next.job)
+    }
+
+    /// As [`Committed::into_next`], with the connection the hand-off committed on, for the next job's transaction.
+    pub(crate) fn into_next_with_connection(self) -> Option<NextOn> {
+        self.next.map(|next| (next.job, next.connection))
     }
 }
 
@@ -78,6 +97,9 @@ pub struct Lease {
     wake: Wake,
     /// Set by the executor when this worker may take the run's next job straight from the hand-off.
     continue_as: Option<String>,
+    /// The connection the predecessor's hand-off committed on, for this job's first transaction (see
+    /// [`Lease::with_connection`]); shared by the lease's clones, taken once.
+    spare: Arc<Mutex<Option<PoolConnection<Postgres>>>>,
 }
 
 impl Lease {
@@ -100,7 +122,26 @@ impl Lease {
             default_max_attempts,
             wake,
             continue_as: None,
+            spare: Arc::default(),
         }
+    }
+
+    /// Gives this lease's first transaction `connection` (the one its predecessor's hand-off just committed on)
+    /// instead of one from the pool: no pool round trip, and no ping, which sqlx sends on every connection given
+    /// back to its pool. Until taken it is held out of the pool, so the executor gives it back with
+    /// [`Lease::give_back_connection`] as soon as the handler has started without taking it.
+    pub(crate) fn with_connection(self, connection: PoolConnection<Postgres>) -> Lease {
+        *self.spare.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(connection);
+        self
+    }
+
+    /// Returns the connection of [`Lease::with_connection`] to the pool if no transaction has taken it.
+    pub(crate) fn give_back_connection(&self) {
+        drop(self.take_spare());
+    }
+
+    fn take_spare(&self) -> Option<PoolConnection<Postgres>> {
+        self.spare.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
     /// Lets a hand-off through this lease lease the run's next job to `owner` when it is due at once (while this
@@ -135,8 +176,12 @@ impl Lease {
     /// long ago its lease expired. Postgres ends such a session instead, rolling the transaction back; the holder,
     /// when it wakes, finds its connection gone and writes nothing (docs/guarantees.md, I5). No broker call is ever made inside
     /// these transactions, so a live holder never comes near the bound. One round trip: the bound travels with `BEGIN`.
-    async fn begin_bounded(&self) -> Result<Transaction<'static, Postgres>, Error> {
-        self.pool.begin_with(session::begin_bounded(self.duration)).await.db("begin")
+    async fn begin_bounded(&self) -> Result<PooledTx, Error> {
+        let connection = match self.take_spare() {
+            Some(connection) => connection,
+            None => self.pool.acquire().await.db("begin")?,
+        };
+        PooledTx::begin(connection, session::begin_bounded(self.duration)).await
     }
 
     /// Extends the lease; [`Error::LeaseLost`] when the token no longer holds it.
@@ -173,7 +218,7 @@ impl Lease {
             record::run_event_insert(&mut *tx, self.run, kind, detail).await?;
         }
         let poke = self.announce(&mut tx, at).await?;
-        tx.commit().await.db("commit")?;
+        tx.commit().await?;
         self.after_commit(poke);
         Ok(())
     }
@@ -185,7 +230,7 @@ impl Lease {
             return Err(self.lost());
         }
         let poke = self.announce(&mut tx, until).await?;
-        tx.commit().await.db("commit")?;
+        tx.commit().await?;
         self.after_commit(poke);
         Ok(())
     }
@@ -198,7 +243,7 @@ impl Lease {
         }
         // This process is leaving: tell the others.
         jobs::job_notify_due(&mut *tx, Utc::now()).await?;
-        tx.commit().await.db("commit")
+        tx.commit().await.map(drop)
     }
 
     /// Ends the job and its run in one transaction: the job failed or cancelled, the run in an ended state,
@@ -243,10 +288,58 @@ pub(crate) async fn end_run_and_release(
     Ok(())
 }
 
+/// A transaction on a connection taken from the pool, which gives the connection back when it commits, so a
+/// continuation's transaction can run on it (sqlx's `Transaction` keeps its connection, and dropping a pool
+/// connection sends it back to the pool with a ping: a round trip per job). Built on sqlx's own transaction manager,
+/// as its `Transaction` is: dropped open, the transaction rolls back (the ROLLBACK is queued, and sent before the
+/// connection serves anyone else).
+#[derive(Debug)]
+struct PooledTx {
+    /// Always `Some` until [`PooledTx::commit`] takes it.
+    connection: Option<PoolConnection<Postgres>>,
+}
+
+impl PooledTx {
+    async fn begin(connection: PoolConnection<Postgres>, statement: String) -> Result<PooledTx, Error> {
+        let mut tx = PooledTx { connection: Some(connection) };
+        PgTransactionManager::begin(&mut tx, Some(statement.into())).await.db("begin")?;
+        Ok(tx)
+    }
+
+    /// Commits; returns the connection, ready for another transaction.
+    async fn commit(mut self) -> Result<PoolConnection<Postgres>, Error> {
+        PgTransactionManager::commit(&mut self).await.db("commit")?;
+        Ok(self.connection.take().expect("a PooledTx holds its connection until it commits"))
+    }
+}
+
+impl Deref for PooledTx {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        self.connection.as_ref().expect("a PooledTx holds its connection until it commits")
+    }
+}
+
+impl DerefMut for PooledTx {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.connection.as_mut().expect("a PooledTx holds its connection until it commits")
+    }
+}
+
+impl Drop for PooledTx {
+    fn drop(&mut self) {
+        if let Some(connection) = &mut self.connection {
+            // A no-op unless the transaction is still open (not begun, or committed).
+            PgTransactionManager::start_rollback(connection);
+        }
+    }
+}
+
 /// A handler's transaction, fenced by its lease: commit it with [`FencedTx::commit`]; dropping it rolls back.
 #[derive(Debug)]
 pub struct FencedTx {
-    tx: Transaction<'static, Postgres>,
+    tx: PooledTx,
     lease: Lease,
     completed: bool,
     poke_after_commit: bool,
@@ -375,7 +468,7 @@ impl FencedTx {
                 reason: "a progress commit must not complete the job; use commit".into(),
             });
         }
-        self.tx.commit().await.db("commit")
+        self.tx.commit().await.map(drop)
     }
 
     /// Commits everything; an error means nothing of it happened.
@@ -387,8 +480,8 @@ impl FencedTx {
                 reason: "a handler's transaction must complete its job before committing".into(),
             });
         }
-        self.tx.commit().await.db("commit")?;
+        let connection = self.tx.commit().await?;
         self.lease.after_commit(self.poke_after_commit);
-        Ok(Committed { next: self.next.map(Box::new) })
+        Ok(Committed { next: self.next.map(|job| Box::new(Continued { job, connection })) })
     }
 }
