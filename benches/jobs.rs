@@ -45,8 +45,8 @@ const RUNS: usize = 64;
 /// Measured repetitions per case; the reported figure is their median.
 const REPS: usize = 3;
 
-/// The cases: concurrent tasks (pgbench clients), and jobs per run (16 tasks: more, so a run lasts long enough).
-const CASES: [(usize, i64); 2] = [(1, 40), (16, 250)];
+/// The cases: concurrent tasks (pgbench clients), and jobs per run (so that each side runs for several seconds).
+const CASES: [(usize, i64); 2] = [(1, 80), (16, 250)];
 
 /// The lease of a claim and of a continuation, as the worker's default.
 const LEASE: Duration = Duration::from_secs(30);
@@ -96,6 +96,8 @@ struct Report {
     /// Pickup of those, by the database clock: the predecessor's hand-off transaction → the claim.
     claimed_pickup_p50_ms: f64,
     claimed_pickup_p99_ms: f64,
+    /// CPU time of this process (the worker, its tokio runtime and sqlx) per job, in microseconds.
+    client_cpu_us_per_job: f64,
 }
 
 /// The cluster's WAL flush count (`pg_stat_wal.wal_sync`; cluster-wide, so other databases' work counts too).
@@ -151,6 +153,7 @@ async fn measure(concurrency: usize, jobs_per_run: i64) -> Result<Report> {
         shutdown_timeout: Duration::from_secs(30),
     };
     let syncs_before = wal_syncs(pool).await?;
+    let cpu_before = cpu_times()?;
     let stop = tokio_util::sync::CancellationToken::new();
     let signal = stop.clone();
     let worker = tokio::spawn(worker::run(worker_pool, registry, options, async move { signal.cancelled().await }));
@@ -166,6 +169,7 @@ async fn measure(concurrency: usize, jobs_per_run: i64) -> Result<Report> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let syncs = wal_syncs(pool).await? - syncs_before;
+    let cpu = cpu_times()?.own - cpu_before.own;
     stop.cancel();
     worker.await?.context("the worker")?;
 
@@ -201,6 +205,7 @@ async fn measure(concurrency: usize, jobs_per_run: i64) -> Result<Report> {
         claimed_share: (claimed as f64 + RUNS as f64) / samples.len() as f64,
         claimed_pickup_p50_ms: claimed_p50.unwrap_or(f64::NAN),
         claimed_pickup_p99_ms: claimed_p99.unwrap_or(f64::NAN),
+        client_cpu_us_per_job: cpu.as_secs_f64() * 1e6 / samples.len() as f64,
     })
 }
 
@@ -209,6 +214,35 @@ struct PgbenchReport {
     tps: f64,
     latency_ms: f64,
     wal_syncs_per_tx: f64,
+    /// pgbench's CPU time per transaction, in microseconds.
+    client_cpu_us_per_tx: f64,
+}
+
+/// CPU time (user + system) of this process and of its waited-for children, from `/proc/self/stat`.
+struct CpuTimes {
+    own: Duration,
+    children: Duration,
+}
+
+fn cpu_times() -> Result<CpuTimes> {
+    // Clock ticks: 100 a second on Linux (USER_HZ).
+    const TICK: Duration = Duration::from_millis(10);
+    let stat = std::fs::read_to_string("/proc/self/stat").context("read /proc/self/stat")?;
+    // The fields after the command name, which is in parentheses and may hold spaces: state is field 3, so
+    // utime (14), stime (15), cutime (16) and cstime (17) are at 11..=14 here.
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .context("/proc/self/stat has a command name")?
+        .1
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let ticks = |i: usize| fields.get(i).copied().unwrap_or(0);
+    Ok(CpuTimes {
+        own: TICK * u32::try_from(ticks(11) + ticks(12)).unwrap_or(u32::MAX),
+        children: TICK * u32::try_from(ticks(13) + ticks(14)).unwrap_or(u32::MAX),
+    })
 }
 
 /// `sql` (one of the engine's statement files) with its leading comment lines dropped and `$1`, `$2`, … replaced by
@@ -285,7 +319,9 @@ async fn measure_pgbench(clients: usize, jobs_per_client: usize) -> Result<Pgben
         .env("PGUSER", url.username())
         .env("PGPASSWORD", url.password().unwrap_or_default())
         .env("PGDATABASE", url.path().trim_start_matches('/'));
+    let cpu_before = cpu_times()?;
     let output = command.output().await.context("run pgbench (the test bed's Postgres binaries)")?;
+    let cpu = cpu_times()?.children - cpu_before.children;
     let syncs = wal_syncs(&pool).await? - syncs_before;
     let stdout = String::from_utf8_lossy(&output.stdout);
     anyhow::ensure!(
@@ -301,6 +337,7 @@ async fn measure_pgbench(clients: usize, jobs_per_client: usize) -> Result<Pgben
         tps: pgbench_figure(&stdout, "tps = ")?,
         latency_ms: pgbench_figure(&stdout, "latency average = ")?,
         wal_syncs_per_tx: syncs as f64 / expected as f64,
+        client_cpu_us_per_tx: cpu.as_secs_f64() * 1e6 / expected as f64,
     })
 }
 
@@ -352,7 +389,7 @@ async fn main() -> Result<()> {
                 "workers={:<2} rep={} jobs={:<6} ours_jobs_per_s={:>6.0} pgbench_tps={:>6.0} ratio={:.2} \
                  pickup_p50_ms={:.2} pickup_p99_ms={:.2} wal_flushes_per_job={:.2} pgbench_wal_flushes_per_tx={:.2} \
                  pgbench_latency_ms={:.2} claimed={:.0}% claimed_pickup_p50_ms={:.2} claimed_pickup_p99_ms={:.2} \
-                 load={}",
+                 client_cpu_us_per_job={:.0} pgbench_cpu_us_per_tx={:.0} load={}",
                 r.concurrency,
                 rep + 1,
                 r.jobs,
@@ -367,6 +404,8 @@ async fn main() -> Result<()> {
                 r.claimed_share * 100.0,
                 r.claimed_pickup_p50_ms,
                 r.claimed_pickup_p99_ms,
+                r.client_cpu_us_per_job,
+                p.client_cpu_us_per_tx,
                 load_average(),
             );
         }
@@ -375,9 +414,12 @@ async fn main() -> Result<()> {
         let ratio = ours_median / theirs_median;
         println!(
             "workers={concurrency:<2} median of {REPS}: ours_jobs_per_s={ours_median:.0} pgbench_tps={theirs_median:.0} \
-             ratio={ratio:.2} pickup_p50_ms={:.2} pickup_p99_ms={:.2}",
+             ratio={ratio:.2} pickup_p50_ms={:.2} pickup_p99_ms={:.2} client_cpu_us_per_job={:.0} \
+             pgbench_cpu_us_per_tx={:.0}",
             median(ours.iter().map(|r| r.pickup_p50_ms).collect()),
             median(ours.iter().map(|r| r.pickup_p99_ms).collect()),
+            median(ours.iter().map(|r| r.client_cpu_us_per_job).collect()),
+            median(theirs.iter().map(|p| p.client_cpu_us_per_tx).collect()),
         );
         lowest = lowest.min(ratio);
     }
