@@ -25,6 +25,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import ROOT, artemis, produce, rss_kib, testbed_env, wait_run  # noqa: E402  (shared with the others)
+from benchlib import ours as bl_ours  # noqa: E402
 
 
 def node(env, name):
@@ -63,36 +64,6 @@ def queue_count(n, broker, queue):
         return int(v) if v is not None else None
     except Exception:
         return None
-
-
-def ours(env, east, west, binary, batch, node_calls):
-    """A fresh database `artemis_transfer_bench` with both clusters registered, rate limits lifted (messages per
-    second always, management calls per second to `node_calls`) and the operator `bench` an admin. Returns the
-    environment our binary runs with and a function running it."""
-    base = env["DATABASE_URL"].rsplit("/", 1)[0]
-    admin_url = env["DATABASE_URL"]
-    subprocess.run(["psql", "-q", admin_url, "-c", "DROP DATABASE IF EXISTS artemis_transfer_bench WITH (FORCE)",
-                    "-c", "CREATE DATABASE artemis_transfer_bench"], check=True, capture_output=True)
-    penv = {**os.environ, "DATABASE_URL": f"{base}/artemis_transfer_bench",
-            "RUST_LOG": os.environ.get("BENCH_WORKER_LOG", "warn"),
-            "ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__USER": east["user"],
-            "ARTEMIS_TRANSFER_CREDENTIALS__TESTBED__PASSWORD": east["password"],
-            "ARTEMIS_TRANSFER_OPERATOR": "bench"}
-
-    def run(*a, capture=True):
-        return subprocess.run([binary, *a], check=True, capture_output=capture, text=True, env=penv)
-
-    run("migrate")
-    run("cluster", "add", "east", "--core-url", east["core_url"], "--credentials", "testbed")
-    run("cluster", "add", west["cluster"], "--core-url", west["registered_core_url"], "--credentials", "testbed")
-    subprocess.run(["psql", "-q", penv["DATABASE_URL"], "-c",
-                    "UPDATE setting SET value = '1000000' WHERE key = 'messages_per_second'",
-                    "-c", f"UPDATE setting SET value = '{batch}' WHERE key = 'batch_size'",
-                    "-c", f"UPDATE setting SET value = '{node_calls}' WHERE key = 'node_calls_per_second'",
-                    "-c", "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) "
-                          "VALUES ('bench', '*', 'admin', 'bench') ON CONFLICT DO NOTHING"],
-                   check=True, capture_output=True)
-    return penv, run
 
 
 def main():
@@ -139,7 +110,7 @@ def main():
                     "--name", q, "--silent")
 
     # Ours: a fresh database, both clusters registered, one worker.
-    penv, run = ours(env, east, west, binary, args.batch, args.node_calls)
+    penv, run = bl_ours(env, east, west, binary, args.batch, args.node_calls)
     src, dst = f"bench.ours.src.{stamp}", f"bench.ours.dst.{stamp}"
     t = time.time()
     produce(env, east, src, args.messages, args.size)
