@@ -28,8 +28,8 @@ use crate::options::{ConsumerOptions, Window};
 use crate::protocol::large::{ChunkProgress, LargeMessageAssembler, LargeMessageReceiver};
 use crate::protocol::message::{CoreMessage, MessageHeaders};
 use crate::protocol::packet::{
-    SessionConsumerClose, SessionConsumerFlowCredit, SessionCreateConsumer, SessionIndividualAcknowledge,
-    SessionReceiveContinuation,
+    SessionAcknowledge, SessionConsumerClose, SessionConsumerFlowCredit, SessionCreateConsumer,
+    SessionIndividualAcknowledge, SessionReceiveContinuation,
 };
 use crate::protocol::{LargeMessageError, Packet, SimpleString};
 use crate::session::SessionShared;
@@ -179,6 +179,9 @@ pub struct Consumer {
     closed: bool,
     large: Option<Large>,
     max_large_in_memory: u64,
+    /// A delivery the broker counts as given to this consumer was never handed to the caller (a large message too
+    /// big to hold): a cumulative acknowledgement would take it too, so [`Consumer::ack_through`] is refused.
+    withheld: bool,
 }
 
 fn large_error(channel: i64, e: LargeMessageError) -> Error {
@@ -238,6 +241,7 @@ impl Consumer {
             closed: false,
             large: None,
             max_large_in_memory: options.max_large_in_memory,
+            withheld: false,
         })
     }
 
@@ -436,6 +440,7 @@ impl Consumer {
                     }
                     Err(_) => {
                         self.large = Some(Large::Skip(receiver));
+                        self.withheld = true;
                         Err(Error::TooLarge { len: u64::try_from(size).unwrap_or(0), max: self.max_large_in_memory })
                     }
                 }
@@ -499,16 +504,49 @@ impl Consumer {
     /// A delivery of a closed consumer, or one returned by a rollback, is refused
     /// as [`Error::StaleDelivery`] without sending anything.
     pub async fn ack(&self, delivery: &Delivery) -> Result<(), Error> {
+        self.check_ackable(delivery)?;
+        let requires_response = self.ack_requires_response();
+        let packet =
+            SessionIndividualAcknowledge { consumer_id: self.id, message_id: delivery.message_id(), requires_response };
+        self.send_ack(packet, requires_response).await
+    }
+
+    /// Acknowledges this delivery **and every delivery this consumer received before it** that is not acknowledged
+    /// yet, in one packet (SESS_ACKNOWLEDGE, cumulative, §9.4): the broker acknowledges, in the order it delivered
+    /// them, every message it gave this consumer up to and including this one. Deliveries come to the caller in
+    /// that order, so this is for a caller that means every earlier one — a delivery received and left
+    /// unacknowledged before this one is acknowledged with it. What arrived after it is not touched.
+    /// Refused like [`Consumer::ack`], and as [`Error::InvalidArgument`] once the consumer withheld a delivery
+    /// from its caller (a large message too big to hold), which the broker would count among the earlier ones.
+    pub async fn ack_through(&self, delivery: &Delivery) -> Result<(), Error> {
+        self.check_ackable(delivery)?;
+        if self.withheld {
+            return Err(Error::InvalidArgument(
+                "a cumulative acknowledgement would also take a message this consumer could not hand out".into(),
+            ));
+        }
+        let requires_response = self.ack_requires_response();
+        let packet = SessionAcknowledge { consumer_id: self.id, message_id: delivery.message_id(), requires_response };
+        self.send_ack(packet, requires_response).await
+    }
+
+    /// Refuses an acknowledgement the broker could not apply to this delivery of this consumer.
+    fn check_ackable(&self, delivery: &Delivery) -> Result<(), Error> {
         if self.browse_only {
             return Err(Error::InvalidArgument("a browser does not acknowledge".into()));
         }
         if delivery.consumer_id != self.id || self.closed || delivery.generation != self.session.current_generation() {
             return Err(Error::StaleDelivery { consumer_id: delivery.consumer_id, message_id: delivery.message_id() });
         }
-        self.session.check_open()?;
-        let requires_response = !self.session.options.transacted_acks;
-        let packet =
-            SessionIndividualAcknowledge { consumer_id: self.id, message_id: delivery.message_id(), requires_response };
+        self.session.check_open()
+    }
+
+    /// Acks applied at once are answered; acks that join a transaction surface their errors at commit.
+    fn ack_requires_response(&self) -> bool {
+        !self.session.options.transacted_acks
+    }
+
+    async fn send_ack(&self, packet: impl Into<Packet>, requires_response: bool) -> Result<(), Error> {
         let link = &self.session.link;
         if requires_response {
             link.call_null(self.session.channel, packet, Matching::InOrder, "acknowledge").await

@@ -570,10 +570,10 @@ impl<'a> Batch<'a> {
         source.session.start().await?;
         let cap = window::batch_cap(self.batch_size, facts.duplicate_cache_size());
         let limits = Limits { messages: cap as usize, bytes: self.settings.batch_bytes };
-        let (received, bytes) = receive_batch(&mut consumer, self.spool, self.config, limits, None).await?;
+        let receipt = receive_batch(&mut consumer, self.spool, self.config, limits, None).await?;
         source.consumer = Some(consumer);
         self.laps.lap("receive");
-        Ok(Taken::new(received, bytes))
+        Ok(Taken::from_new_consumer(receipt))
     }
 
     /// A receive that got nothing: either staging's messages are held by a consumer that is gone (wait), or the

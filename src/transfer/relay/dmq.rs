@@ -502,8 +502,8 @@ pub(crate) async fn receive_again(
 ) -> Result<Received, RelayError> {
     let only: HashSet<i64> = [id].into_iter().collect();
     let limits = Limits { messages: 1, bytes: u64::MAX };
-    let (mut again, _) = receive_batch(consumer, spool, config, limits, Some(&only)).await?;
-    again.pop().ok_or_else(|| {
+    let mut again = receive_batch(consumer, spool, config, limits, Some(&only)).await?;
+    again.received.pop().ok_or_else(|| {
         RelayError::transient(
             Code::Core,
             format!(

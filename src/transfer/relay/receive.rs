@@ -48,31 +48,55 @@ pub(crate) struct Taken {
     pub(crate) bytes: u64,
     /// Their ids on the source side (staging ids, or the source queue's for a copy), in order.
     pub(crate) ids: Vec<i64>,
+    /// The batch is every message its consumer was given up to its last one, in the broker's order (a consumer
+    /// opened for this batch that left nothing out): one cumulative acknowledgement of the last acknowledges
+    /// exactly the batch.
+    every_delivery: bool,
 }
 
 impl Taken {
-    /// The batch of `received` messages holding `bytes` body bytes.
+    /// The batch of `received` messages holding `bytes` body bytes (acknowledged one by one).
     pub(crate) fn new(received: Vec<Received>, bytes: u64) -> Taken {
         let ids = received.iter().map(|r| r.delivery.message_id()).collect();
-        Taken { received, bytes, ids }
+        Taken { received, bytes, ids, every_delivery: false }
+    }
+
+    /// The batch `receipt` received from a consumer opened for it.
+    pub(crate) fn from_new_consumer(receipt: Receipt) -> Taken {
+        let every_delivery = receipt.left_out == 0;
+        Taken { every_delivery, ..Taken::new(receipt.received, receipt.bytes) }
     }
 
     /// Acknowledges the batch from `consumer` but the messages at `poisoned` (they stay delivered to it, for the
-    /// dead-letter step or to go back to staging as it closes), and commits `session`.
+    /// dead-letter step or to go back to staging as it closes), and commits `session`. With none held back from a
+    /// batch that is every delivery its consumer had, one cumulative acknowledgement does it: the source broker
+    /// handles one packet, not one a message.
     pub(crate) async fn acknowledge_all_but(
         &self,
         consumer: &mut artemis_core::Consumer,
         session: &artemis_core::Session,
         poisoned: &HashSet<usize>,
     ) -> Result<(), RelayError> {
-        for (i, r) in self.received.iter().enumerate() {
-            if !poisoned.contains(&i) {
-                consumer.ack(&r.delivery).await?;
+        match self.received.last() {
+            Some(last) if self.every_delivery && poisoned.is_empty() => consumer.ack_through(&last.delivery).await?,
+            _ => {
+                for (i, r) in self.received.iter().enumerate() {
+                    if !poisoned.contains(&i) {
+                        consumer.ack(&r.delivery).await?;
+                    }
+                }
             }
         }
         session.commit().await?;
         Ok(())
     }
+}
+
+/// What one receive got: the messages kept, their body bytes, and how many it received but left out.
+pub(crate) struct Receipt {
+    pub(crate) received: Vec<Received>,
+    pub(crate) bytes: u64,
+    left_out: usize,
 }
 
 /// How much one batch may take.
@@ -93,9 +117,10 @@ pub(crate) async fn receive_batch(
     config: &RelayConfig,
     limits: Limits,
     only: Option<&HashSet<i64>>,
-) -> Result<(Vec<Received>, u64), RelayError> {
+) -> Result<Receipt, RelayError> {
     let mut received: Vec<Received> = Vec::new();
     let mut bytes = 0u64;
+    let mut left_out = 0usize;
     let mut file = spool.file().await?;
     while received.len() < limits.messages && bytes < limits.bytes {
         if only.is_some_and(|ids| received.len() == ids.len()) {
@@ -112,11 +137,12 @@ pub(crate) async fn receive_batch(
             None
         };
         if only.is_some_and(|ids| !ids.contains(&delivery.message_id())) {
+            left_out += 1;
             continue;
         }
         let item = Received { delivery, spooled };
         bytes += item.body_len();
         received.push(item);
     }
-    Ok((received, bytes))
+    Ok(Receipt { received, bytes, left_out })
 }

@@ -120,20 +120,20 @@ impl Take for ReturnBatch<'_> {
         let mut consumer = ready.session.create_consumer(self.staging_queue, ConsumerOptions::default()).await?;
         ready.session.start().await?;
         let limits = Limits { messages: usize::MAX, bytes: u64::MAX };
-        let (received, bytes) = receive_batch(&mut consumer, &self.h.spool, self.config, limits, Some(wanted)).await?;
+        let receipt = receive_batch(&mut consumer, &self.h.spool, self.config, limits, Some(wanted)).await?;
         ready.consumer = Some(consumer);
-        if received.len() != wanted.len() {
+        if receipt.received.len() != wanted.len() {
             return Err(RelayError::transient(
                 Code::StagingHeld,
                 format!(
                     "only {} of the {} in-doubt messages in staging {} could be received; the return tries again",
-                    received.len(),
+                    receipt.received.len(),
                     wanted.len(),
                     self.staging_queue
                 ),
             ));
         }
-        Ok(Taken::new(received, bytes))
+        Ok(Taken::from_new_consumer(receipt))
     }
 
     /// Nothing in doubt is still in staging: what is gone is counted.

@@ -94,3 +94,35 @@ async fn individual_ack_acks_only_that_message() {
     conn.close().await.expect("close");
     drop_queue(&queue).await;
 }
+
+/// A cumulative ack in a transaction (`ack_through`, SESS_ACKNOWLEDGE) takes every message delivered to the
+/// consumer up to and including the one named — m0 and m1 were never acknowledged on their own — and none after
+/// it, though m3 and m4 were delivered too: they go back to the queue when the consumer closes.
+#[tokio::test]
+async fn a_cumulative_ack_takes_every_earlier_delivery_and_none_after() {
+    let queue = fresh_queue("cumulative_ack").await;
+    let conn = connect().await;
+    let session = conn.create_session(SessionOptions::transacted()).await.expect("session");
+    let producer = session.producer(Some(&queue));
+    for i in 0..5 {
+        producer.send(&text(&queue, &format!("m{i}"))).await.expect("send");
+    }
+    session.commit().await.expect("commit sends");
+    let mut consumer = session.create_consumer(&queue, ConsumerOptions::default()).await.expect("consumer");
+    session.start().await.expect("start");
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        got.push(consumer.recv(WAIT).await.expect("recv").expect("message"));
+    }
+    let ids: Vec<String> = got.iter().map(|d| payload_id(d.message())).collect();
+    assert_eq!(ids, ["m0", "m1", "m2", "m3", "m4"], "delivered in the order sent");
+    consumer.ack_through(&got[2]).await.expect("cumulative ack joins the transaction");
+    session.commit().await.expect("commit acks");
+    consumer.close().await.expect("close consumer");
+    let node = crate::support::node().await;
+    let left = testbed::fidelity::consume(node, &queue).await;
+    let census = testbed::fidelity::census(&left);
+    assert_eq!(census.keys().map(String::as_str).collect::<Vec<_>>(), ["m3", "m4"]);
+    conn.close().await.expect("close");
+    drop_queue(&queue).await;
+}
