@@ -346,6 +346,8 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<Exit, CliError> {
         return Err(CliError::PlainHttpBeyondLoopback { addr });
     }
     let pool = connect(config, 4).await?;
+    // Without the schema every request would fail; say what to do at start, as the worker does.
+    require_migrated(&pool).await?;
     let closing = tokio_util::sync::CancellationToken::new();
     if let crate::api::tokens::TokenSource::File(path) = source {
         let every = Duration::from_millis(config.api.tokens_poll_ms);

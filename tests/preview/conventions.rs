@@ -54,6 +54,34 @@ async fn a_database_never_migrated_says_to_run_migrate() {
     }
 }
 
+/// `serve` too: a server started on a database without the schema would answer every request with an error; it
+/// says at start what to do and ends, as the worker and the other commands do.
+#[tokio::test]
+async fn serve_on_a_database_never_migrated_says_to_run_migrate_and_ends() {
+    let database_url = testbed::postgres::fresh_database("serve_not_migrated").await;
+    let mut child = binary()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("DATABASE_URL", &database_url)
+        .env("ARTEMIS_TRANSFER_API_TOKENS", "studio=0123456789abcdef0123456789abcdef")
+        .env_remove("ARTEMIS_TRANSFER_API_TOKENS_FILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve kept running on a database without the schema");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("output");
+    let words = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{words}");
+    assert!(words.contains("holds no artemis-transfer schema: run `artemis-transfer migrate` first"), "{words}");
+}
+
 #[tokio::test]
 async fn a_closed_pipe_ends_quietly_and_logs_to_a_pipe_have_no_colour() {
     let database_url = testbed::postgres::fresh_database("pipes").await;
