@@ -200,8 +200,7 @@ impl<'a> Chunk<'a> {
         run.relay.waiting_since = None;
         run.counters.batches += 1;
         let mut tx = self.ctx.lease.begin().await?;
-        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        row::set_active_state(tx.conn(), run.id, RunState::Running).await?;
+        row::save_holding(tx.conn(), run.id, &run.relay, &run.counters, RunState::Running).await?;
         tx.complete_and_enqueue(&next).await?;
         Ok(Outcome::Committed(tx.commit().await?))
     }

@@ -21,8 +21,7 @@ pub(crate) async fn write_batch(
     count: &BatchCount,
     dead: &dmq::Outcome,
 ) -> Result<Option<String>, RelayError> {
-    row::save(&mut *conn, run.id, &run.relay, &run.counters).await?;
-    row::set_active_state(&mut *conn, run.id, RunState::Running).await?;
+    row::save_holding(&mut *conn, run.id, &run.relay, &run.counters, RunState::Running).await?;
     if count.one_by_one {
         let event = json!({ "batch": count.delivered, "already_on_target": count.already_on_target });
         row::event(&mut *conn, run.id, "one_by_one", event).await?;

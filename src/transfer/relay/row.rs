@@ -78,6 +78,19 @@ pub async fn save(
     relay_store::relay_run_save(conn, id, relay, counters).await
 }
 
+/// [`save`] and [`set_active_state`] in one statement (fenced): the cursor and counters, and `state` for a run
+/// that holds its slot.
+pub async fn save_holding(
+    conn: &mut PgConnection,
+    id: Uuid,
+    relay: &RelayState,
+    counters: &Counters,
+    state: RunState,
+) -> Result<(), sqlx::Error> {
+    debug_assert!(matches!(state, RunState::Running | RunState::Waiting | RunState::Returning));
+    relay_store::relay_run_save_holding(conn, id, relay, counters, state).await
+}
+
 /// Records the staging queue's name on the run (fenced).
 pub async fn set_staging(conn: &mut PgConnection, id: Uuid, staging: &str) -> Result<(), sqlx::Error> {
     relay_store::relay_run_set_staging(conn, id, staging).await

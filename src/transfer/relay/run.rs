@@ -100,8 +100,7 @@ pub(crate) async fn wait_for_room(
         });
     }
     let first = waited.is_zero();
-    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-    row::set_active_state(tx.conn(), run.id, RunState::Waiting).await?;
+    row::save_holding(tx.conn(), run.id, &run.relay, &run.counters, RunState::Waiting).await?;
     if first {
         row::event(tx.conn(), run.id, "waiting_for_room", json!({ "why": why })).await?;
     }

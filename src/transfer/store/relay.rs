@@ -51,6 +51,24 @@ pub async fn relay_run_save(
     Ok(())
 }
 
+/// `relay_run_save_holding.sql`: the cursor and the counters, and `state` for a run that holds its slot.
+pub async fn relay_run_save_holding(
+    db: impl PgExecutor<'_>,
+    run: Uuid,
+    relay: &RelayState,
+    counters: &Counters,
+    state: RunState,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(include_str!("../sql/relay_run_save_holding.sql"))
+        .bind(run)
+        .bind(serde_json::to_value(relay).expect("the relay state serialises"))
+        .bind(serde_json::to_value(counters).expect("counters serialise"))
+        .bind(state.as_str())
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// `relay_run_set_staging.sql`.
 pub async fn relay_run_set_staging(db: impl PgExecutor<'_>, run: Uuid, staging: &str) -> Result<(), sqlx::Error> {
     sqlx::query(include_str!("../sql/relay_run_set_staging.sql")).bind(run).bind(staging).execute(db).await?;
