@@ -285,10 +285,10 @@ async fn a_runs_page_draws_its_rate_and_lists_its_audit_trail() {
     let (world, app, run, cookie, token) = signed_in_beside_a_running_run("console_run_page", ADMIN).await;
     let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
     assert!(page.body.contains("Not drawn yet"), "no samples, no chart: {}", page.body);
-    for delivered in [30, 60] {
-        world.deliver(run, delivered).await;
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Two batches a second apart: two samples (one a second at most, migration 0017).
+    world.deliver(run, 30).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_050)).await;
+    world.deliver(run, 60).await;
     let done = send(&app, post(&format!("/console/runs/{run}/stop"), Some(&cookie), &form_of(&token), &[])).await;
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
     let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
@@ -296,6 +296,40 @@ async fn a_runs_page_draws_its_rate_and_lists_its_audit_trail() {
     assert!(page.body.contains("60 delivered in all"), "{}", page.body);
     let audit = &page.body[page.body.find("Audit trail").expect("an audit trail")..];
     assert!(audit.contains(&format!("<td>{ADMIN}</td><td>stop</td><td>console</td><td>ok</td>")), "{audit}");
+}
+
+/// Migration 0017: a run's rate is sampled at most once a second — a batch within the second of the latest sample
+/// updates it — where 0016 wrote a row per batch (500 for a move of 100,000 at a batch of 200).
+#[tokio::test]
+async fn a_runs_rate_samples_are_one_a_second_at_most_and_keep_the_latest_count() {
+    let world = ConsoleWorld::new("console_rate_thinned").await;
+    let run = world.run("running", "orders", 10_000, 0).await;
+    let samples = || async {
+        let rows: Vec<(i64,)> =
+            sqlx::query_as("SELECT delivered FROM run_rate_sample WHERE run_id = $1 ORDER BY at, id")
+                .bind(run)
+                .fetch_all(&world.pool)
+                .await
+                .unwrap();
+        rows.into_iter().map(|(d,)| d).collect::<Vec<i64>>()
+    };
+    let started = std::time::Instant::now();
+    for batch in 1..=20 {
+        world.deliver(run, batch * 200).await;
+    }
+    let quick = samples().await;
+    let took = started.elapsed();
+    // At most one sample for each second the 20 batches touched (however slow the machine), never one a batch.
+    let seconds_touched = took.as_secs() as usize + 2;
+    assert!(quick.len() <= seconds_touched.min(19), "20 batches in {took:?}: {quick:?}");
+    assert_eq!(quick.last(), Some(&4_000), "the latest count is kept: {quick:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(1_050)).await;
+    world.deliver(run, 4_200).await;
+    let later = samples().await;
+    assert_eq!(later.len(), quick.len() + 1, "another second, another sample: {later:?}");
+    assert_eq!(later.last(), Some(&4_200), "{later:?}");
+    let history = artemis_transfer::transfer::view::rate(&world.pool, run).await.unwrap();
+    assert_eq!(history.last().map(|p| p.delivered), Some(4_200), "the rate reads the thinned samples");
 }
 
 #[tokio::test]
