@@ -770,3 +770,100 @@ async fn the_dialogs_queue_picker_lists_the_chosen_target_nodes_queues() {
     let _ = crate::support::management(bed.node("east-2")).destroy_queue(&picked_queue).await;
     destroy(&queue).await;
 }
+
+/// Redistribute to a node (SPEC §1), the dialog's third way: the source's cluster and queue fixed, the node picked
+/// from the cluster's others — the source node listed disabled, saying why, and refused in those words if posted —
+/// previewed as the Move it is (the same library call: a move to the same queue on the other node), and said so on
+/// the preview and on the run's page.
+#[tokio::test]
+async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the_source_node() {
+    let (world, app, queue) = console_beside_a_queue("console_redistribute", "", 2).await;
+    let (cookie, token) = sign_in(&app, ADMIN).await;
+    let dialog = format!("/console/transfer/new?cluster=east&node=east-1&queue={}&take=all", encoded(&queue));
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let source_node_words = "east-1 is the source node: a redistribution moves the messages to another node of east";
+    for offered in [
+        format!("<input type=\"radio\" name=\"mode\" value=\"redistribute\"> Redistribute to a node: a move to {queue} on another node of east"),
+        format!("<option value=\"east-1\" disabled>east-1 — not allowed: {source_node_words}</option>"),
+        "<option value=\"east-2\" selected>east-2</option>".to_string(),
+    ] {
+        assert!(page.body.contains(&offered), "{offered}: {}", page.body);
+    }
+    let picker = &page.body[page.body.find("<select id=\"redistribute_to\"").expect("a node picker")..];
+    let picker = &picker[..picker.find("</select>").unwrap()];
+    assert!(!picker.contains("west"), "only the source's cluster: {picker}");
+
+    // The source node, posted all the same: refused in the picker's words, nothing previewed.
+    let form = |node: &str| {
+        format!(
+            "form_token={token}&cluster=east&node=east-1&queue={}&take=all&ids=&filter=&mode=redistribute\
+             &redistribute_to={node}&target=west/west%2D1&target_queue=ignored",
+            encoded(&queue)
+        )
+    };
+    let refused = send(&app, post("/console/transfer/preview", Some(&cookie), &form("east-1"), &[])).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert!(refused.body.contains(&format!("{source_node_words}.")), "{}", refused.body);
+    assert!(refused.body.contains("value=\"redistribute\" checked"), "the dialog as it was sent: {}", refused.body);
+    let (runs,): (i64,) = sqlx::query_as("SELECT count(*) FROM transfer_run").fetch_one(&world.pool).await.unwrap();
+    assert_eq!(runs, 0, "nothing was previewed");
+
+    // east-2: the preview of a move to the same queue on east-2 (the target picker's fields ignored).
+    let previewed = send(&app, post("/console/transfer/preview", Some(&cookie), &form("east-2"), &[])).await;
+    assert_eq!(previewed.status, StatusCode::SEE_OTHER, "{}", previewed.body);
+    let at = previewed.header("location").to_string();
+    let run: uuid::Uuid = at.strip_prefix("/console/transfer/").unwrap().parse().unwrap();
+    let (plan,): (serde_json::Value,) =
+        sqlx::query_as("SELECT plan FROM transfer_run WHERE id = $1").bind(run).fetch_one(&world.pool).await.unwrap();
+    let plan: artemis_transfer::transfer::Plan = serde_json::from_value(plan).unwrap();
+    assert_eq!(plan.mode, artemis_transfer::transfer::Mode::Move, "{plan:?}");
+    assert_eq!(
+        (plan.target.cluster.as_str(), plan.target.node.as_str(), plan.target.queue.as_str()),
+        ("east", "east-2", queue.as_str())
+    );
+    assert!(plan.is_redistribution(), "{plan:?}");
+    let preview = send(&app, get(&at, Some(&cookie))).await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
+    assert!(
+        preview.body.contains("<h1>Preview of a move: redistribute to a node (east-2 of east)</h1>"),
+        "{}",
+        preview.body
+    );
+    assert!(preview.body.contains(&format!("<dt>To</dt><dd>east / east-2 / {queue}</dd>")), "{}", preview.body);
+
+    // Executed as a move is (acknowledged, armed by the queue's name); the run's page says what it is.
+    let acks: String = preview
+        .body
+        .match_indices("name=\"ack\" value=\"")
+        .map(|(at, _)| format!("&ack={}", preview.body[at + 18..].split('"').next().unwrap()))
+        .collect();
+    let plan_hash = preview.body.split("name=\"plan_hash\" value=\"").nth(1).unwrap().split('"').next().unwrap();
+    let armed = format!("form_token={token}&plan_hash={plan_hash}{acks}&override_cap=yes&confirm={}", encoded(&queue));
+    let done = send(&app, post(&format!("{at}/execute"), Some(&cookie), &armed, &[])).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    assert!(page.body.contains("<dt>Mode</dt><dd>move: redistribute to a node (east-2 of east)</dd>"), "{}", page.body);
+
+    // One who may move from east but not send to it: the redistribution is listed, disabled, saying why.
+    for (permission, cluster) in
+        [("cluster:read", "east"), ("message:move", "east"), ("cluster:read", "west"), ("message:send", "west")]
+    {
+        sqlx::query(
+            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ('sam', $1, $2, 'test')",
+        )
+        .bind(cluster)
+        .bind(permission)
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    }
+    let (cookie, _) = sign_in(&app, "sam").await;
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let radio = &page.body[page.body.find("value=\"redistribute\"").expect("listed")..];
+    let radio = &radio[..radio.find("</label>").unwrap()];
+    assert!(radio.starts_with("value=\"redistribute\" disabled>") && radio.contains("message:send"), "{radio}");
+    sqlx::query("UPDATE transfer_run SET state = 'failed' WHERE id = $1").bind(run).execute(&world.pool).await.unwrap();
+    destroy(&queue).await;
+}
