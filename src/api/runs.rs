@@ -173,8 +173,8 @@ pub struct RateHistory {
 /// `GET /api/v1/runs/{run}/rate`: the run's rate over time, as data (a chart's points).
 #[utoipa::path(get, path = "/runs/{run}/rate", operation_id = "getRunRate", tags = ["runs"],
     summary = "A run's rate over time",
-    description = "The run's delivered count over time, sampled whenever a batch changed it, oldest first: at most \
-        120 points, each the last sample of its share of the time, with the messages per second since the point \
+    description = "The run's delivered count over time, oldest first, sampled when a batch changed it and at most \
+        once a second (the last count of each second): at most 120 points, each the last sample of its share of the time, with the messages per second since the point \
         before. Empty before anything was delivered. Per-node outcomes, as data, are in the run's view (`nodes`).",
     params(RunParam),
     security(("bearer" = [])),
