@@ -361,8 +361,8 @@ async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the
     assert_eq!(delivered(client).await, 2);
 
     // The census: two of the four on the target, the other two still on the source, each once.
-    let on_target = support::census(bed.node("west-1"), &target).await;
-    let on_source = support::census(bed.node("east-1"), source).await;
+    let (on_target, on_source) =
+        tokio::join!(support::census(bed.node("west-1"), &target), support::census(bed.node("east-1"), source));
     assert_eq!((on_target.len(), on_source.len()), (2, 2), "{on_target:?} {on_source:?}");
     for id in ids {
         let seen = on_target.get(id).copied().unwrap_or(0) + on_source.get(id).copied().unwrap_or(0);
@@ -388,8 +388,8 @@ async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the
     wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
     assert!(text(client, "#live").await.contains("move: redistribute to a node (east-2 of east)"));
     assert_eq!(delivered(client).await, 2);
-    let on_east_2 = support::census(bed.node("east-2"), source).await;
-    let on_east_1 = support::census(bed.node("east-1"), source).await;
+    let (on_east_2, on_east_1) =
+        tokio::join!(support::census(bed.node("east-2"), source), support::census(bed.node("east-1"), source));
     let left: Vec<String> = on_source.keys().cloned().collect();
     support::assert_exactly_once(&left, &on_east_2, &[&on_east_1, &on_target]);
     assert!(on_east_1.is_empty(), "{on_east_1:?}");
@@ -493,8 +493,8 @@ async fn an_operator_moves_a_filters_selection_copies_a_queue_and_returns_a_stop
     wait_text(client, "h1", "Preview of a copy").await;
     acknowledge_arm_and_execute(client, source).await;
     wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
-    let copied = support::census(bed.node("west-1"), &copy).await;
-    let on_source = support::census(bed.node("east-1"), source).await;
+    let (copied, on_source) =
+        tokio::join!(support::census(bed.node("west-1"), &copy), support::census(bed.node("east-1"), source));
     assert_eq!(delivered(client).await, copied.len() as i64, "the page's Delivered is the census");
     support::assert_exactly_once(&matching, &on_target, &[&on_source]);
     support::assert_exactly_once(&others, &on_source, &[&on_target]);
@@ -535,8 +535,8 @@ async fn an_operator_moves_a_filters_selection_copies_a_queue_and_returns_a_stop
     let (moved, returned) = (delivered(client).await, step(client, "Returned").await);
     assert!((1..7).contains(&moved), "stopped mid-way: {moved} delivered");
     assert!(returned >= 1, "staging held messages that went back: {}", text(client, "#live").await);
-    let on_target = support::census(bed.node("west-1"), target).await;
-    let on_source = support::census(bed.node("east-1"), source).await;
+    let (on_target, on_source) =
+        tokio::join!(support::census(bed.node("west-1"), target), support::census(bed.node("east-1"), source));
     assert_eq!(on_target.len() as i64, 3 + moved, "the three of (a) and the {moved} delivered: {on_target:?}");
     assert_eq!(on_source.len() as i64, 7 - moved, "the rest back on the source: {on_source:?}");
     for id in ids {
@@ -568,7 +568,9 @@ struct LiveConsole {
 impl LiveConsole {
     async fn start(driver_path: &PathBuf, label: &str, count: u32) -> LiveConsole {
         let (source, target, ids) = support::source_and_target_of(label, count, "text").await;
-        let mut world = support::World::new(label, &[]).await;
+        // The nodes' management calls paced at 200 a second, not the default 20: a preview makes dozens of them, and
+        // at 20 each of these tests' previews waited about 8 s on the permits (the binary took ~80 s, now ~50 s).
+        let mut world = support::World::new(label, &[("node_calls_per_second", json!(200))]).await;
         world.spawn_worker(label, &[]).await;
         let console = ConsoleWorld::on(world.pool.clone()).await;
         let base = serve(&console).await;
