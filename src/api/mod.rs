@@ -99,6 +99,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(runs::list))
         .routes(routes!(runs::get))
         .routes(routes!(runs::rate))
+        .routes(routes!(runs::run_actions))
         .routes(routes!(runs::events))
         .routes(routes!(runs::execute))
         .routes(routes!(runs::stop))

@@ -163,6 +163,38 @@ pub async fn get(
     Ok(Json(Redactor::load(&state.pool).await?.view(view)))
 }
 
+/// The answer of `GET /api/v1/runs/{run}/actions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunActions {
+    /// What the caller may do to the run now, in the order a console offers it.
+    pub actions: Vec<actions::RunAction>,
+}
+
+/// `GET /api/v1/runs/{run}/actions`: what the caller may do to the run now (`actions::offered`, as the console
+/// offers it).
+#[utoipa::path(get, path = "/runs/{run}/actions", operation_id = "getRunActions", tags = ["runs"],
+    summary = "What the caller may do to a run now",
+    description = "The actions the run's state allows and the caller's grants permit now: `execute` (a Previewed run \
+        its preview did not refuse), `stop`, `resume`, `return` (a cross-node move's staging). Each is checked again \
+        when it is taken; an empty list: nothing.",
+    params(RunParam),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "What the caller may do to the run now", body = RunActions),
+        OnOneRun,
+    ))]
+pub async fn run_actions(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(RunParam { run }): Path<RunParam>,
+) -> Result<Json<RunActions>, ApiError> {
+    let run = run_id(&run)?;
+    require_visible(&state, run, &caller).await?;
+    let record = view::record(&state.pool, run).await?;
+    let actions = actions::offered(&state.pool, &caller.operator, &record).await?;
+    Ok(Json(RunActions { actions }))
+}
+
 /// The answer of `GET /api/v1/runs/{run}/rate`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RateHistory {

@@ -19,9 +19,8 @@ use crate::api::ApiError;
 use crate::jobs::store::record::{self, AuditRow};
 use crate::jobs::RunState;
 use crate::registry::store::{self as registry, EndpointRole};
-use crate::transfer::actions::{self, RETURN_WARNING};
-use crate::transfer::permissions::{self, Permission};
-use crate::transfer::plan::{redistributes, Mode, QueueRef};
+use crate::transfer::actions::{self, RunAction, RETURN_WARNING};
+use crate::transfer::plan::{redistributes, QueueRef};
 use crate::transfer::view::{self, LinesQuery, RunRecord, RunView};
 
 /// How many runs a page of Transfers lists.
@@ -528,48 +527,34 @@ fn steps(v: &RunView) -> Vec<Step> {
     ]
 }
 
-/// The actions the operator may take on the run now: its state allows them and they hold the grants the SQL action
-/// functions will check again.
+/// The actions the operator may take on the run now (`actions::offered`, as the API's `GET /runs/{run}/actions`),
+/// each with its form's words; a Previewed run's execute is its preview page's.
 async fn offers(state: &ConsoleState, session: &Session, record: &RunRecord) -> Result<Vec<Offer>, ConsoleError> {
-    let pool = &state.api.pool;
-    let operator = &session.operator;
-    let (source, target) = (record.source_cluster.clone().unwrap_or_default(), record.target_cluster.clone());
-    let mode = match record.mode.as_deref() {
-        Some("copy") => Mode::Copy,
-        _ => Mode::Move,
-    };
-    let may_run = permissions::require_for_run(pool, operator, mode, &source, target.as_deref().unwrap_or_default())
-        .await
-        .is_ok();
-    let may_return = permissions::has_grant(pool, operator, &source, Permission::MessageMove).await?;
-    let s = record.state;
-    let one_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
     let queue = record.source_queue.clone().unwrap_or_default();
-    let mut offers = Vec::new();
-    if may_run && !s.is_ended() && s != RunState::Previewed {
-        offers.push(Offer {
-            action: "stop",
-            button: "Stop",
-            words: "Stop lets the batch in flight finish; what staging holds stays on the source broker, and the \
-                    run can be resumed or returned."
-                .into(),
-        });
-    }
-    if may_run && s.is_startable() && s != RunState::Previewed {
-        offers.push(Offer {
-            action: "resume",
-            button: "Resume",
-            words: "Resume carries on from where the run stopped: staging, counters and ledgers are reused.".into(),
-        });
-    }
-    if may_return && mode == Mode::Move && !one_node && s.is_startable() && s != RunState::Previewed {
-        offers.push(Offer {
-            action: "return",
-            button: "Return to source",
-            words: format!("{RETURN_WARNING} Everything still held in staging goes back to {queue}."),
-        });
-    }
-    Ok(offers)
+    let offered = actions::offered(&state.api.pool, &session.operator, record).await?;
+    Ok(offered
+        .into_iter()
+        .filter_map(|action| match action {
+            RunAction::Stop => Some(Offer {
+                action: "stop",
+                button: "Stop",
+                words: "Stop lets the batch in flight finish; what staging holds stays on the source broker, and the \
+                        run can be resumed or returned."
+                    .into(),
+            }),
+            RunAction::Resume => Some(Offer {
+                action: "resume",
+                button: "Resume",
+                words: "Resume carries on from where the run stopped: staging, counters and ledgers are reused.".into(),
+            }),
+            RunAction::Return => Some(Offer {
+                action: "return",
+                button: "Return to source",
+                words: format!("{RETURN_WARNING} Everything still held in staging goes back to {queue}."),
+            }),
+            _ => None,
+        })
+        .collect())
 }
 
 /// An action's form.

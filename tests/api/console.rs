@@ -867,3 +867,47 @@ async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the
     sqlx::query("UPDATE transfer_run SET state = 'failed' WHERE id = $1").bind(run).execute(&world.pool).await.unwrap();
     destroy(&queue).await;
 }
+
+/// `GET /api/v1/runs/{run}/actions` answers what the run's page offers, from the one rule (`actions::offered`): by the
+/// run's state and the caller's grants; a run the caller may not see is a 404, as everywhere.
+#[tokio::test]
+async fn a_runs_actions_are_what_its_state_and_the_callers_grants_allow_as_the_console_offers() {
+    let world = ConsoleWorld::new("api_run_actions").await;
+    let app = world.app();
+    let actions = |run: uuid::Uuid, operator: &'static str| {
+        let app = app.clone();
+        async move {
+            let request = Request::get(format!("/api/v1/runs/{run}/actions"))
+                .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+                .header("x-operator", operator)
+                .body(Body::empty())
+                .unwrap();
+            let answer = send(&app, request).await;
+            let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+            (answer.status, body)
+        }
+    };
+    let running = world.run("running", "orders", 100, 10).await;
+    let stopped = world.run("stopped", "orders", 100, 10).await;
+    let previewed = world.run("previewed", "orders", 100, 0).await;
+    let succeeded = world.run("succeeded", "orders", 100, 100).await;
+    for (run, operator, expected) in [
+        (running, ADMIN, serde_json::json!(["stop"])),
+        (stopped, ADMIN, serde_json::json!(["resume", "return"])),
+        (previewed, ADMIN, serde_json::json!(["execute"])),
+        (succeeded, ADMIN, serde_json::json!([])),
+        (stopped, READER, serde_json::json!([])),
+    ] {
+        let (status, body) = actions(run, operator).await;
+        assert_eq!((status, &body["actions"]), (StatusCode::OK, &expected), "{operator} on {run}: {body}");
+    }
+    let (status, body) = actions(stopped, EAST_ONLY).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a run from east to west is not theirs to see: {body}");
+    // The run's page offers the same: resume and return on the stopped run, nothing to a reader.
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    let page = send(&app, get(&format!("/console/runs/{stopped}"), Some(&cookie))).await;
+    for action in ["resume", "return"] {
+        assert!(page.body.contains(&format!("/console/runs/{stopped}/{action}\"")), "{action}: {}", page.body);
+    }
+    assert!(!page.body.contains(&format!("/console/runs/{stopped}/stop\"")), "{}", page.body);
+}
