@@ -93,6 +93,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(previews::clusters))
         .routes(routes!(previews::targets))
         .routes(routes!(previews::preview))
+        .routes(routes!(runs::stored_preview))
         .routes(routes!(queues::queues))
         .routes(routes!(queues::messages))
         .routes(routes!(queues::check))

@@ -64,6 +64,15 @@ fn post(path: &str, cookie: Option<&str>, form: &str, headers: &[(&str, &str)]) 
     b.body(Body::from(form.to_string())).unwrap()
 }
 
+/// A GET of the bearer API as `operator`, with the service's token.
+fn bearer_get(path: &str, operator: &str) -> Request<Body> {
+    Request::get(path)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .header("x-operator", operator)
+        .body(Body::empty())
+        .unwrap()
+}
+
 fn encoded(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
@@ -832,6 +841,13 @@ async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the
     );
     assert!(preview.body.contains(&format!("<dt>To</dt><dd>east / east-2 / {queue}</dd>")), "{}", preview.body);
 
+    // The API gives the stored preview to a client that did not make it: the same plan, hash and findings.
+    let stored = send(&app, bearer_get(&format!("/api/v1/previews/{run}"), ADMIN)).await;
+    assert_eq!(stored.status, StatusCode::OK, "{}", stored.body);
+    let stored: serde_json::Value = serde_json::from_str(&stored.body).unwrap();
+    assert_eq!(stored["plan"]["target"]["node"], "east-2", "{stored}");
+    assert_eq!(stored["can_start"], true, "{stored}");
+    assert!(stored["preview"]["findings"].is_array(), "{stored}");
     // Executed as a move is (acknowledged, armed by the queue's name); the run's page says what it is.
     let acks: String = preview
         .body
@@ -839,6 +855,7 @@ async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the
         .map(|(at, _)| format!("&ack={}", preview.body[at + 18..].split('"').next().unwrap()))
         .collect();
     let plan_hash = preview.body.split("name=\"plan_hash\" value=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(stored["plan_hash"], plan_hash, "{stored}");
     let armed = format!("form_token={token}&plan_hash={plan_hash}{acks}&override_cap=yes&confirm={}", encoded(&queue));
     let done = send(&app, post(&format!("{at}/execute"), Some(&cookie), &armed, &[])).await;
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
@@ -877,12 +894,7 @@ async fn a_runs_actions_are_what_its_state_and_the_callers_grants_allow_as_the_c
     let actions = |run: uuid::Uuid, operator: &'static str| {
         let app = app.clone();
         async move {
-            let request = Request::get(format!("/api/v1/runs/{run}/actions"))
-                .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
-                .header("x-operator", operator)
-                .body(Body::empty())
-                .unwrap();
-            let answer = send(&app, request).await;
+            let answer = send(&app, bearer_get(&format!("/api/v1/runs/{run}/actions"), operator)).await;
             let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
             (answer.status, body)
         }
@@ -903,6 +915,10 @@ async fn a_runs_actions_are_what_its_state_and_the_callers_grants_allow_as_the_c
     }
     let (status, body) = actions(stopped, EAST_ONLY).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "a run from east to west is not theirs to see: {body}");
+    // A run written without a preview has none to give.
+    let none = send(&app, bearer_get(&format!("/api/v1/previews/{stopped}"), ADMIN)).await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND, "{}", none.body);
+    assert!(none.body.contains("was stored without a preview"), "{}", none.body);
     // The run's page offers the same: resume and return on the stopped run, nothing to a reader.
     let (cookie, _) = sign_in(&app, ADMIN).await;
     let page = send(&app, get(&format!("/console/runs/{stopped}"), Some(&cookie))).await;
