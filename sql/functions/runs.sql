@@ -148,13 +148,17 @@ END;
 $$;
 
 -- run_rate_sample(): the trigger (migration 0016) that samples a run's delivered count each time a change of its
--- counters changes it: the run's rate over time, for the console's chart and `GET /runs/{run}/progress`.
+-- counters changes it: the run's rate over time, for the console's chart and `GET /runs/{run}/rate`. At most one
+-- sample a run a second (migration 0017): a change within the second of the run's latest sample (`at_second`, its
+-- column default) updates that row to the new count and instant.
 CREATE OR REPLACE FUNCTION run_rate_sample() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
     INSERT INTO run_rate_sample (run_id, delivered)
-    VALUES (NEW.id, greatest(coalesce((NEW.counters ->> 'delivered')::bigint, 0), 0));
+    VALUES (NEW.id, greatest(coalesce((NEW.counters ->> 'delivered')::bigint, 0), 0))
+    ON CONFLICT ON CONSTRAINT run_rate_sample_one_a_second
+    DO UPDATE SET delivered = EXCLUDED.delivered, at = EXCLUDED.at;
     RETURN NULL;
 END;
 $$;

@@ -163,6 +163,91 @@ pub async fn get(
     Ok(Json(Redactor::load(&state.pool).await?.view(view)))
 }
 
+/// The answer of `GET /api/v1/previews/{run}`: the run's stored preview, as `POST /api/v1/previews` answered it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StoredPreviewAnswer {
+    /// The run.
+    pub run_id: Uuid,
+    /// The plan, frozen at `t0`.
+    #[schema(value_type = crate::transfer::Plan)]
+    pub plan: serde_json::Value,
+    /// The hash execute must echo.
+    pub plan_hash: String,
+    /// The findings, size and notes.
+    #[schema(value_type = crate::transfer::Preview)]
+    pub preview: serde_json::Value,
+    /// After this the preview must be made again; `null` when not recorded.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// No finding refuses the run.
+    pub can_start: bool,
+}
+
+/// `GET /api/v1/previews/{run}` (here beside the other reads of one run): the run's stored preview, for a client that did not make it (a console, a second
+/// operator): its plan, plan hash, findings and expiry, and whether it may start.
+#[utoipa::path(get, path = "/previews/{run}", operation_id = "getPreview", tags = ["previews"],
+    summary = "A run's stored preview",
+    description = "The preview a run was stored with: its plan, plan hash (which execute must echo), findings (each \
+        in words, with its fix), expiry, and whether its findings let it start (`can_start`). A run stays with its \
+        preview after it is executed.",
+    params(RunParam),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The stored preview", body = StoredPreviewAnswer),
+        OnOneRun,
+    ))]
+pub async fn stored_preview(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(RunParam { run }): Path<RunParam>,
+) -> Result<Json<StoredPreviewAnswer>, ApiError> {
+    let run = run_id(&run)?;
+    require_visible(&state, run, &caller).await?;
+    let record = view::record(&state.pool, run).await?;
+    let stored = view::stored_preview(&state.pool, run)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run {run} was stored without a preview")))?;
+    Ok(Json(StoredPreviewAnswer {
+        run_id: run,
+        plan: stored.plan,
+        plan_hash: stored.plan_hash,
+        preview: stored.preview,
+        expires_at: stored.expires_at,
+        can_start: !record.refused,
+    }))
+}
+
+/// The answer of `GET /api/v1/runs/{run}/actions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunActions {
+    /// What the caller may do to the run now, in the order a console offers it.
+    pub actions: Vec<actions::RunAction>,
+}
+
+/// `GET /api/v1/runs/{run}/actions`: what the caller may do to the run now (`actions::offered`, as the console
+/// offers it).
+#[utoipa::path(get, path = "/runs/{run}/actions", operation_id = "getRunActions", tags = ["runs"],
+    summary = "What the caller may do to a run now",
+    description = "The actions the run's state allows and the caller's grants permit now: `execute` (a Previewed run \
+        its preview did not refuse), `stop`, `resume`, `return` (a cross-node move's staging). Each is checked again \
+        when it is taken; an empty list: nothing.",
+    params(RunParam),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "What the caller may do to the run now", body = RunActions),
+        OnOneRun,
+    ))]
+pub async fn run_actions(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(RunParam { run }): Path<RunParam>,
+) -> Result<Json<RunActions>, ApiError> {
+    let run = run_id(&run)?;
+    require_visible(&state, run, &caller).await?;
+    let record = view::record(&state.pool, run).await?;
+    let actions = actions::offered(&state.pool, &caller.operator, &record).await?;
+    Ok(Json(RunActions { actions }))
+}
+
 /// The answer of `GET /api/v1/runs/{run}/rate`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RateHistory {
@@ -173,8 +258,8 @@ pub struct RateHistory {
 /// `GET /api/v1/runs/{run}/rate`: the run's rate over time, as data (a chart's points).
 #[utoipa::path(get, path = "/runs/{run}/rate", operation_id = "getRunRate", tags = ["runs"],
     summary = "A run's rate over time",
-    description = "The run's delivered count over time, sampled whenever a batch changed it, oldest first: at most \
-        120 points, each the last sample of its share of the time, with the messages per second since the point \
+    description = "The run's delivered count over time, oldest first, sampled when a batch changed it and at most \
+        once a second (the last count of each second): at most 120 points, each the last sample of its share of the time, with the messages per second since the point \
         before. Empty before anything was delivered. Per-node outcomes, as data, are in the run's view (`nodes`).",
     params(RunParam),
     security(("bearer" = [])),

@@ -19,9 +19,8 @@ use crate::api::ApiError;
 use crate::jobs::store::record::{self, AuditRow};
 use crate::jobs::RunState;
 use crate::registry::store::{self as registry, EndpointRole};
-use crate::transfer::actions::{self, RETURN_WARNING};
-use crate::transfer::permissions::{self, Permission};
-use crate::transfer::plan::Mode;
+use crate::transfer::actions::{self, RunAction, RETURN_WARNING};
+use crate::transfer::plan::{redistributes, QueueRef};
 use crate::transfer::view::{self, LinesQuery, RunRecord, RunView};
 
 /// How many runs a page of Transfers lists.
@@ -150,14 +149,15 @@ pub struct Summary {
 }
 
 impl Summary {
-    fn of(v: &RunView) -> Summary {
+    /// The summary of `v`, the view of `record`.
+    fn of(v: &RunView, record: &RunRecord) -> Summary {
         let id = v.id.to_string();
         Summary {
             href: format!("/console/runs/{id}"),
             short_id: id[..8].to_string(),
             id,
             state: StateBadge::of(v.state),
-            mode: v.mode.clone().unwrap_or_else(|| "?".into()),
+            mode: record_mode_words(record),
             from: v.from.clone(),
             to: v.to.clone(),
             started_by: v.started_by.clone().unwrap_or_else(|| "?".into()),
@@ -165,6 +165,30 @@ impl Summary {
             progress: Progress::of(v),
             rate: rate_words(v.rate),
         }
+    }
+}
+
+/// A run's mode in words: `move` or `copy`; a move that redistributes its queue to another node of its cluster
+/// (`plan::redistributes`) says so, naming the node.
+pub(super) fn mode_words(mode: &str, source: &QueueRef, target: &QueueRef) -> String {
+    if mode == "move" && redistributes(source, target) {
+        format!("move: redistribute to a node ({} of {})", target.node, target.cluster)
+    } else {
+        mode.to_string()
+    }
+}
+
+/// [`mode_words`] of a run's row: its mode alone when the row does not name both ends (`?` when it has none).
+fn record_mode_words(record: &RunRecord) -> String {
+    let end = |c: &Option<String>, n: &Option<String>, q: &Option<String>| {
+        Some(QueueRef { cluster: c.clone()?, node: n.clone()?, queue: q.clone()?, address: None })
+    };
+    let mode = record.mode.as_deref().unwrap_or("?");
+    let source = end(&record.source_cluster, &record.source_node, &record.source_queue);
+    let target = end(&record.target_cluster, &record.target_node, &record.target_queue);
+    match (source, target) {
+        (Some(source), Some(target)) => mode_words(mode, &source, &target),
+        _ => mode.to_string(),
     }
 }
 
@@ -231,7 +255,13 @@ pub async fn transfers(
     let next = (records.len() as i64 == PAGE_SIZE).then(|| records.last().map(|r| next_href(&filter, r))).flatten();
     let shown = Redactor::load(&state.api.pool).await.map_err(ApiError::from)?;
     let now = Utc::now();
-    let lines = records.into_iter().map(|r| Summary::of(&RunView::build(&shown.record(r), Vec::new(), now))).collect();
+    let lines = records
+        .into_iter()
+        .map(|r| {
+            let r = shown.record(r);
+            Summary::of(&RunView::build(&r, Vec::new(), now), &r)
+        })
+        .collect();
     let states = RunState::ALL
         .iter()
         .map(|s| StateOption { value: s.as_str(), words: StateBadge::of(*s).words, selected: Some(*s) == wanted })
@@ -456,7 +486,7 @@ async fn run_page(
     let brokers = broker_links(state, &record).await?;
     Ok(RunPage {
         chrome: Chrome::of(Some(session)),
-        run: Summary::of(&v),
+        run: Summary::of(&v, &record),
         ended: v.ended_at.map_or_else(|| "not yet".into(), when),
         eta: v.eta_secs.map_or_else(|| "not known".into(), |s| format!("about {} s", s.ceil() as i64)),
         steps: steps(&v),
@@ -497,48 +527,34 @@ fn steps(v: &RunView) -> Vec<Step> {
     ]
 }
 
-/// The actions the operator may take on the run now: its state allows them and they hold the grants the SQL action
-/// functions will check again.
+/// The actions the operator may take on the run now (`actions::offered`, as the API's `GET /runs/{run}/actions`),
+/// each with its form's words; a Previewed run's execute is its preview page's.
 async fn offers(state: &ConsoleState, session: &Session, record: &RunRecord) -> Result<Vec<Offer>, ConsoleError> {
-    let pool = &state.api.pool;
-    let operator = &session.operator;
-    let (source, target) = (record.source_cluster.clone().unwrap_or_default(), record.target_cluster.clone());
-    let mode = match record.mode.as_deref() {
-        Some("copy") => Mode::Copy,
-        _ => Mode::Move,
-    };
-    let may_run = permissions::require_for_run(pool, operator, mode, &source, target.as_deref().unwrap_or_default())
-        .await
-        .is_ok();
-    let may_return = permissions::has_grant(pool, operator, &source, Permission::MessageMove).await?;
-    let s = record.state;
-    let one_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
     let queue = record.source_queue.clone().unwrap_or_default();
-    let mut offers = Vec::new();
-    if may_run && !s.is_ended() && s != RunState::Previewed {
-        offers.push(Offer {
-            action: "stop",
-            button: "Stop",
-            words: "Stop lets the batch in flight finish; what staging holds stays on the source broker, and the \
-                    run can be resumed or returned."
-                .into(),
-        });
-    }
-    if may_run && s.is_startable() && s != RunState::Previewed {
-        offers.push(Offer {
-            action: "resume",
-            button: "Resume",
-            words: "Resume carries on from where the run stopped: staging, counters and ledgers are reused.".into(),
-        });
-    }
-    if may_return && mode == Mode::Move && !one_node && s.is_startable() && s != RunState::Previewed {
-        offers.push(Offer {
-            action: "return",
-            button: "Return to source",
-            words: format!("{RETURN_WARNING} Everything still held in staging goes back to {queue}."),
-        });
-    }
-    Ok(offers)
+    let offered = actions::offered(&state.api.pool, &session.operator, record).await?;
+    Ok(offered
+        .into_iter()
+        .filter_map(|action| match action {
+            RunAction::Stop => Some(Offer {
+                action: "stop",
+                button: "Stop",
+                words: "Stop lets the batch in flight finish; what staging holds stays on the source broker, and the \
+                        run can be resumed or returned."
+                    .into(),
+            }),
+            RunAction::Resume => Some(Offer {
+                action: "resume",
+                button: "Resume",
+                words: "Resume carries on from where the run stopped: staging, counters and ledgers are reused.".into(),
+            }),
+            RunAction::Return => Some(Offer {
+                action: "return",
+                button: "Return to source",
+                words: format!("{RETURN_WARNING} Everything still held in staging goes back to {queue}."),
+            }),
+            _ => None,
+        })
+        .collect())
 }
 
 /// An action's form.

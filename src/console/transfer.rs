@@ -1,7 +1,9 @@
 //! The transfer dialog (issue 30): from the Messages page, the ticked messages (the library's selection of ids), the
 //! messages the filter matches, or the whole queue; Move or Copy, as the operator's grants allow; a target cluster
 //! and node from the clusters they may see — those they may not send to listed, disabled, with the reason
-//! (`service::targets_for`, as the API's targets) — and a queue. **Preview** is the API's library call
+//! (`service::targets_for`, as the API's targets) — and a queue. Or **Redistribute to a node** (SPEC §1): a move
+//! into the queue of the same name on another node of the source's cluster — the same library call as a Move, its
+//! target fixed but for the node, the source node listed disabled, saying why. **Preview** is the API's library call
 //! (`service::preview_and_store`), made on the console's pool so its audit row says "console"; its page shows the
 //! findings in the three kinds with their codes, words and escaped snippets, a checkbox to acknowledge each that
 //! needs it, and the source queue's name to type (and the cap to override) when the preview says so. **Execute**
@@ -18,7 +20,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::pages::{messages_href, segment, visible_run, Chrome};
+use super::pages::{messages_href, mode_words, segment, visible_run, Chrome};
 use super::session::Session;
 use super::{html, store, ConsoleError, ConsoleState};
 use crate::api::ApiError;
@@ -134,6 +136,64 @@ impl Asked {
     }
 }
 
+/// A way to transfer as the dialog offers it: `move`, `copy` or `redistribute`, in words, or disabled saying why.
+pub struct ModeOption {
+    /// The form's value.
+    value: &'static str,
+    /// What it does.
+    words: String,
+    /// Why it may not be chosen; `None`: it may.
+    disabled: Option<String>,
+}
+
+/// A node of the source's cluster as the redistribution's node picker lists it.
+pub struct NodeOption {
+    /// The node's name.
+    name: String,
+    /// Why it may not be chosen (the source node itself, a cluster the operator may not send to); `None`: it may.
+    disabled: Option<String>,
+    /// Whether it is the one chosen.
+    chosen: bool,
+}
+
+/// Why the source node is no target of a redistribution, in the words the picker and a refusal both say.
+fn source_node_words(asked: &Asked) -> String {
+    format!(
+        "{} is the source node: a redistribution moves the messages to another node of {}",
+        asked.node, asked.cluster
+    )
+}
+
+/// The target of a redistribution of `asked` to `node`: the queue of the same name on that node of the source's
+/// cluster; a refusal in words for no node or the source node.
+fn redistribution_target(asked: &Asked, node: &str) -> Result<QueueRef, String> {
+    let node = node.trim();
+    if node.is_empty() {
+        return Err(format!("Choose a node of {} to redistribute to.", asked.cluster));
+    }
+    if node == asked.node {
+        return Err(format!("{}.", source_node_words(asked)));
+    }
+    Ok(QueueRef { cluster: asked.cluster.clone(), node: node.to_string(), queue: asked.queue.clone(), address: None })
+}
+
+/// What the dialog was last set to (a refused preview shows it again as it was sent).
+#[derive(Debug, Clone, Default)]
+pub struct Picked {
+    /// `move`, `copy` or `redistribute`.
+    mode: String,
+    /// `<cluster>/<node>` of a move's or a copy's target.
+    target: String,
+    /// The node a redistribution goes to.
+    node: String,
+}
+
+impl Picked {
+    fn from_pairs(pairs: &[u8]) -> Picked {
+        Picked { mode: field(pairs, "mode"), target: field(pairs, "target"), node: field(pairs, "redistribute_to") }
+    }
+}
+
 /// A target node as the picker lists it.
 pub struct TargetOption {
     /// `<cluster>/<node>`, each percent-encoded.
@@ -155,8 +215,12 @@ struct DialogPage {
     ids: String,
     selection_words: String,
     back: String,
-    modes: Vec<(&'static str, &'static str)>,
+    modes: Vec<ModeOption>,
+    /// The mode checked.
+    mode: String,
     targets: Vec<TargetOption>,
+    /// The nodes of the source's cluster, for a redistribution; empty when it is not offered.
+    nodes: Vec<NodeOption>,
     target_queue: String,
     /// The chosen target node's queues (a first page), for the queue picker; a name may also be typed.
     target_queues: Vec<String>,
@@ -166,31 +230,57 @@ struct DialogPage {
     error: Option<String>,
 }
 
-/// The dialog for `asked`, with `error` if a preview was refused.
+/// The dialog for `asked`, set as `picked`, with `error` if a preview was refused.
 async fn dialog(
     state: &ConsoleState,
     session: &Session,
     asked: Asked,
-    chosen: &str,
+    picked: &Picked,
     error: Option<String>,
 ) -> Result<DialogPage, ConsoleError> {
     let operator = &session.operator;
-    let modes: Vec<_> = modes_on(state, operator, &asked.cluster)
-        .await?
-        .into_iter()
-        .map(|m| match m {
-            Mode::Move => ("move", "Move: the messages leave the source queue"),
-            Mode::Copy => ("copy", "Copy: the source queue is untouched"),
-        })
-        .collect();
+    let allowed = modes_on(state, operator, &asked.cluster).await?;
     let targets = targets_for(&state.api.pool, operator, &asked.cluster).await.map_err(ApiError::from)?;
-    if modes.is_empty() || !targets.iter().any(|t| t.enabled) {
+    if allowed.is_empty() || !targets.iter().any(|t| t.enabled) {
         return Err(ConsoleError::new(
             StatusCode::FORBIDDEN,
             format!("{operator} may not start a transfer from cluster {}: it needs message:move or message:read on it and message:send on a target", asked.cluster),
         ));
     }
     let clusters = registry::list(&state.api.pool).await.map_err(ApiError::from)?;
+    let mut modes: Vec<ModeOption> = allowed
+        .iter()
+        .map(|m| match m {
+            Mode::Move => {
+                ModeOption { value: "move", words: "Move: the messages leave the source queue".into(), disabled: None }
+            }
+            Mode::Copy => {
+                ModeOption { value: "copy", words: "Copy: the source queue is untouched".into(), disabled: None }
+            }
+        })
+        .collect();
+    let mut nodes = Vec::new();
+    if allowed.contains(&Mode::Move) {
+        let source_nodes: Vec<String> = clusters
+            .iter()
+            .find(|c| c.name == asked.cluster)
+            .map(|c| c.nodes.iter().map(|n| n.name.clone()).collect())
+            .unwrap_or_default();
+        let send_refused = targets.iter().find(|t| t.cluster == asked.cluster).and_then(|t| t.reason.clone());
+        nodes = redistribution_nodes(&asked, &source_nodes, send_refused.as_deref(), &picked.node);
+        let why_not = nodes
+            .iter()
+            .all(|n| n.disabled.is_some())
+            .then(|| send_refused.unwrap_or_else(|| format!("{} has no other node", asked.cluster)));
+        modes.push(ModeOption {
+            value: "redistribute",
+            words: format!("Redistribute to a node: a move to {} on another node of {}", asked.queue, asked.cluster),
+            disabled: why_not,
+        });
+    }
+    let offered = |value: &str| modes.iter().any(|m| m.value == value && m.disabled.is_none());
+    let mode = if offered(&picked.mode) { picked.mode.clone() } else { modes[0].value.to_string() };
+    let chosen = picked.target.as_str();
     let mut options = Vec::new();
     for target in targets {
         let Some(cluster) = clusters.iter().find(|c| c.name == target.cluster) else { continue };
@@ -225,12 +315,33 @@ async fn dialog(
         target_queue: asked.queue.clone(),
         asked,
         modes,
+        mode,
         targets: options,
+        nodes,
         target_queues,
         target_queues_of,
         form_token: session.form_token.clone(),
         error,
     })
+}
+
+/// The nodes a redistribution of `asked` may go to, of the source cluster's `nodes`: each but the source node, unless
+/// the operator may not send to the cluster (`send_refused`, the reason); `picked` chosen when it may be, else the
+/// first that may.
+fn redistribution_nodes(asked: &Asked, nodes: &[String], send_refused: Option<&str>, picked: &str) -> Vec<NodeOption> {
+    let mut options: Vec<NodeOption> = nodes
+        .iter()
+        .map(|name| {
+            let disabled =
+                if *name == asked.node { Some(source_node_words(asked)) } else { send_refused.map(str::to_string) };
+            NodeOption { name: name.clone(), disabled, chosen: false }
+        })
+        .collect();
+    let pick = options.iter().position(|n| n.disabled.is_none() && n.name == picked);
+    if let Some(at) = pick.or_else(|| options.iter().position(|n| n.disabled.is_none())) {
+        options[at].chosen = true;
+    }
+    options
 }
 
 /// The names of a first page of `node`'s queues, for the queue picker: none when they cannot be listed (the
@@ -261,8 +372,8 @@ pub async fn new(
     require_visible_cluster(&state, &session, &asked.cluster).await?;
     let error = asked.selection().err();
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    let chosen = field(query.as_deref().unwrap_or_default().as_bytes(), "target");
-    let page = dialog(&state, &session, asked, &chosen, error).await?;
+    let picked = Picked::from_pairs(query.as_deref().unwrap_or_default().as_bytes());
+    let page = dialog(&state, &session, asked, &picked, error).await?;
     Ok((status, html(page.render())).into_response())
 }
 
@@ -295,11 +406,11 @@ pub async fn preview(
     session.check_form_token(&field(&body, "form_token"))?;
     let asked = Asked::from_pairs(&body)?;
     require_visible_cluster(&state, &session, &asked.cluster).await?;
-    let chosen = field(&body, "target");
+    let picked = Picked::from_pairs(&body);
     let refuse = |status: StatusCode, words: String, asked: Asked| {
-        let (state, session, chosen) = (&state, &session, &chosen);
+        let (state, session, picked) = (&state, &session, &picked);
         async move {
-            let page = dialog(state, session, asked, chosen, Some(words)).await?;
+            let page = dialog(state, session, asked, picked, Some(words)).await?;
             Ok::<Response, ConsoleError>((status, html(page.render())).into_response())
         }
     };
@@ -307,18 +418,17 @@ pub async fn preview(
         Ok(s) => s,
         Err(words) => return refuse(StatusCode::BAD_REQUEST, words, asked).await,
     };
-    let mode = match field(&body, "mode").as_str() {
-        "copy" => Mode::Copy,
-        _ => Mode::Move,
+    // A redistribution is a Move whose target is fixed but for the node: the same library call, preview and audit.
+    let mode = if picked.mode == "copy" { Mode::Copy } else { Mode::Move };
+    let target = if picked.mode == "redistribute" {
+        redistribution_target(&asked, &picked.node)
+    } else {
+        chosen_target(&picked.target, &field(&body, "target_queue"))
     };
-    let target = field(&body, "target");
-    let Some((cluster, node)) = target.split_once('/').map(|(c, n)| (decoded(c), decoded(n))) else {
-        return refuse(StatusCode::BAD_REQUEST, "Choose a target node.".into(), asked).await;
+    let target = match target {
+        Ok(target) => target,
+        Err(words) => return refuse(StatusCode::BAD_REQUEST, words, asked).await,
     };
-    let target_queue = field(&body, "target_queue").trim().to_string();
-    if target_queue.is_empty() {
-        return refuse(StatusCode::BAD_REQUEST, "Name the target queue.".into(), asked).await;
-    }
     let request = PreviewRequest {
         mode,
         source: QueueRef {
@@ -327,7 +437,7 @@ pub async fn preview(
             queue: asked.queue.clone(),
             address: None,
         },
-        target: QueueRef { cluster, node, queue: target_queue, address: None },
+        target,
         selection,
         operator: session.operator.clone(),
     };
@@ -346,6 +456,19 @@ pub async fn preview(
             refuse(e.status, e.message, asked).await
         }
     }
+}
+
+/// A move's or a copy's target: the node picked (`<cluster>/<node>`, each percent-encoded) and the queue named; a
+/// refusal in words when either is missing.
+fn chosen_target(node: &str, queue: &str) -> Result<QueueRef, String> {
+    let Some((cluster, node)) = node.split_once('/').map(|(c, n)| (decoded(c), decoded(n))) else {
+        return Err("Choose a target node.".into());
+    };
+    let queue = queue.trim();
+    if queue.is_empty() {
+        return Err("Name the target queue.".into());
+    }
+    Ok(QueueRef { cluster, node, queue: queue.to_string(), address: None })
 }
 
 /// A percent-decoded path segment.
@@ -397,6 +520,11 @@ fn findings(preview: &serde_json::Value, kind: &str) -> Vec<FindingRow> {
         .collect()
 }
 
+/// A run's end as its row names it.
+fn end(cluster: &str, node: &str, queue: &str) -> QueueRef {
+    QueueRef { cluster: cluster.into(), node: node.into(), queue: queue.into(), address: None }
+}
+
 /// The preview page of `run`, saying `error` if any; `None` when the run is no longer Previewed.
 async fn preview_page(
     state: &ConsoleState,
@@ -423,7 +551,11 @@ async fn preview_page(
     Ok(Some(PreviewPage {
         chrome: Chrome::of(Some(session)),
         run,
-        mode: stored.mode.clone(),
+        mode: mode_words(
+            &stored.mode,
+            &end(&stored.source_cluster, &stored.source_node, &stored.source_queue),
+            &end(&stored.target_cluster, &stored.target_node, &stored.target_queue),
+        ),
         from: format!("{} / {} / {}", stored.source_cluster, stored.source_node, stored.source_queue),
         to: format!("{} / {} / {}", stored.target_cluster, stored.target_node, stored.target_queue),
         source_queue: stored.source_queue.clone(),

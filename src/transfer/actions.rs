@@ -18,9 +18,57 @@ use uuid::Uuid;
 use crate::jobs::runs::{Started, StopRequest};
 use crate::jobs::{self, JobId, RunState};
 use crate::transfer::audit::audit;
-use crate::transfer::permissions::{MissingGrant, Permission};
+use crate::transfer::permissions::{self, MissingGrant, Permission, PermissionError};
+use crate::transfer::plan::Mode;
 pub use crate::transfer::store::action::Confirmation;
 use crate::transfer::store::action::{self as store, ActionResult};
+use crate::transfer::view::RunRecord;
+
+/// An action an operator may take on a run: what `offered` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunAction {
+    /// Execute a Previewed run its preview did not refuse.
+    Execute,
+    /// Stop a run that has started and not ended.
+    Stop,
+    /// Resume a stopped, interrupted or failed run.
+    Resume,
+    /// Return to the source what a stopped, interrupted or failed cross-node move holds in staging.
+    Return,
+}
+
+/// The actions `operator` may take on `record`'s run now: those its state allows, of which they hold the grants the
+/// SQL action functions check again when it is taken — the run's (`transfer_missing_grant`) for execute, stop and
+/// resume, `message:move` on the source for a return. A read of the grants that fails is an error, never "none".
+pub async fn offered(pool: &PgPool, operator: &str, record: &RunRecord) -> Result<Vec<RunAction>, sqlx::Error> {
+    let source = record.source_cluster.clone().unwrap_or_default();
+    let target = record.target_cluster.clone().unwrap_or_default();
+    let mode = if record.mode.as_deref() == Some("copy") { Mode::Copy } else { Mode::Move };
+    let may_run = match permissions::require_for_run(pool, operator, mode, &source, &target).await {
+        Ok(()) => true,
+        Err(PermissionError::Missing(_)) => false,
+        Err(PermissionError::Db(e)) => return Err(e),
+    };
+    let may_return = permissions::has_grant(pool, operator, &source, Permission::MessageMove).await?;
+    let s = record.state;
+    let previewed = s == RunState::Previewed;
+    let one_node = record.source_cluster == record.target_cluster && record.source_node == record.target_node;
+    let mut actions = Vec::new();
+    if may_run && previewed && !record.refused {
+        actions.push(RunAction::Execute);
+    }
+    if may_run && !s.is_ended() && !previewed {
+        actions.push(RunAction::Stop);
+    }
+    if may_run && s.is_startable() && !previewed {
+        actions.push(RunAction::Resume);
+    }
+    if may_return && mode == Mode::Move && !one_node && s.is_startable() && !previewed {
+        actions.push(RunAction::Return);
+    }
+    Ok(actions)
+}
 
 /// Why an action was refused. The variants carry what a program needs (codes, the expected confirmation, the
 /// cap); the words say what to do without naming how a caller gives it ([`ActionError::words_with`] does).

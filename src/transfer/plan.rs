@@ -284,6 +284,22 @@ impl Plan {
     pub fn same_node(&self) -> bool {
         self.source.cluster == self.target.cluster && self.source.node == self.target.node
     }
+
+    /// A redistribution to a node (SPEC §1): a move into the queue of the same name on another node of the same
+    /// cluster — an ordinary cross-node move (staging, relay to the target's FQQN), so nothing but its words
+    /// differs.
+    pub fn is_redistribution(&self) -> bool {
+        self.mode == Mode::Move && self.destination.is_target() && redistributes(&self.source, &self.target)
+    }
+}
+
+/// Whether a move from `source` to `target` redistributes the queue to a node: the same queue (and address) on
+/// another node of the same cluster (SPEC §1, "Redistribute to a node").
+pub fn redistributes(source: &QueueRef, target: &QueueRef) -> bool {
+    source.cluster == target.cluster
+        && source.node != target.node
+        && source.queue == target.queue
+        && source.address() == target.address()
 }
 
 #[cfg(test)]
@@ -300,6 +316,21 @@ mod tests {
             t0_millis: 1_700_000_000_000,
             destination: Destination::Target,
         }
+    }
+
+    #[test]
+    fn a_redistribution_is_a_move_to_the_same_queue_on_another_node_of_the_same_cluster() {
+        let mut p = plan(Selection::All);
+        assert!(!p.is_redistribution(), "east to west is a move between clusters");
+        p.target = QueueRef { node: "east-2".into(), ..p.source.clone() };
+        assert!(p.is_redistribution());
+        p.mode = Mode::Copy;
+        assert!(!p.is_redistribution(), "a copy leaves the source as it is: nothing is redistributed");
+        p.mode = Mode::Move;
+        p.target.queue = "elsewhere".into();
+        assert!(!p.is_redistribution(), "another queue's name");
+        p.target = QueueRef { node: "east-1".into(), ..p.source.clone() };
+        assert!(!p.is_redistribution(), "the source node itself");
     }
 
     #[test]

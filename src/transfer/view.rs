@@ -15,6 +15,7 @@ use crate::jobs::store::record::RunEvent;
 use crate::jobs::{self, RunId, RunState};
 use crate::transfer::proof::taken_beyond_count_words;
 use crate::transfer::relay::state::{Counters, RelayState};
+pub use crate::transfer::store::preview::StoredPreviewRow;
 use crate::transfer::store::view as store;
 pub use crate::transfer::store::view::{LinesQuery, RunRecord};
 use crate::transfer::Mode;
@@ -424,6 +425,12 @@ pub async fn rate(pool: &PgPool, run: Uuid) -> Result<Vec<RatePoint>, ViewError>
     let record = record(pool, run).await?;
     let samples = store::rate_samples(pool, run).await?;
     Ok(rate_history(&samples, record.executed_at))
+}
+
+/// `run`'s stored preview (plan, plan hash, findings, expiry) as the preview wrote it, if it has one: what a client
+/// that did not make the preview needs to show it and to execute the run.
+pub async fn stored_preview(pool: &PgPool, run: Uuid) -> Result<Option<StoredPreviewRow>, sqlx::Error> {
+    crate::transfer::store::preview::run_stored_preview(pool, run).await
 }
 
 /// The run's record (no events).

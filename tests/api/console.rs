@@ -64,6 +64,15 @@ fn post(path: &str, cookie: Option<&str>, form: &str, headers: &[(&str, &str)]) 
     b.body(Body::from(form.to_string())).unwrap()
 }
 
+/// A GET of the bearer API as `operator`, with the service's token.
+fn bearer_get(path: &str, operator: &str) -> Request<Body> {
+    Request::get(path)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .header("x-operator", operator)
+        .body(Body::empty())
+        .unwrap()
+}
+
 fn encoded(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
@@ -285,10 +294,10 @@ async fn a_runs_page_draws_its_rate_and_lists_its_audit_trail() {
     let (world, app, run, cookie, token) = signed_in_beside_a_running_run("console_run_page", ADMIN).await;
     let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
     assert!(page.body.contains("Not drawn yet"), "no samples, no chart: {}", page.body);
-    for delivered in [30, 60] {
-        world.deliver(run, delivered).await;
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Two batches a second apart: two samples (one a second at most, migration 0017).
+    world.deliver(run, 30).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_050)).await;
+    world.deliver(run, 60).await;
     let done = send(&app, post(&format!("/console/runs/{run}/stop"), Some(&cookie), &form_of(&token), &[])).await;
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
     let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
@@ -296,6 +305,40 @@ async fn a_runs_page_draws_its_rate_and_lists_its_audit_trail() {
     assert!(page.body.contains("60 delivered in all"), "{}", page.body);
     let audit = &page.body[page.body.find("Audit trail").expect("an audit trail")..];
     assert!(audit.contains(&format!("<td>{ADMIN}</td><td>stop</td><td>console</td><td>ok</td>")), "{audit}");
+}
+
+/// Migration 0017: a run's rate is sampled at most once a second — a batch within the second of the latest sample
+/// updates it — where 0016 wrote a row per batch (500 for a move of 100,000 at a batch of 200).
+#[tokio::test]
+async fn a_runs_rate_samples_are_one_a_second_at_most_and_keep_the_latest_count() {
+    let world = ConsoleWorld::new("console_rate_thinned").await;
+    let run = world.run("running", "orders", 10_000, 0).await;
+    let samples = || async {
+        let rows: Vec<(i64,)> =
+            sqlx::query_as("SELECT delivered FROM run_rate_sample WHERE run_id = $1 ORDER BY at, id")
+                .bind(run)
+                .fetch_all(&world.pool)
+                .await
+                .unwrap();
+        rows.into_iter().map(|(d,)| d).collect::<Vec<i64>>()
+    };
+    let started = std::time::Instant::now();
+    for batch in 1..=20 {
+        world.deliver(run, batch * 200).await;
+    }
+    let quick = samples().await;
+    let took = started.elapsed();
+    // At most one sample for each second the 20 batches touched (however slow the machine), never one a batch.
+    let seconds_touched = took.as_secs() as usize + 2;
+    assert!(quick.len() <= seconds_touched.min(19), "20 batches in {took:?}: {quick:?}");
+    assert_eq!(quick.last(), Some(&4_000), "the latest count is kept: {quick:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(1_050)).await;
+    world.deliver(run, 4_200).await;
+    let later = samples().await;
+    assert_eq!(later.len(), quick.len() + 1, "another second, another sample: {later:?}");
+    assert_eq!(later.last(), Some(&4_200), "{later:?}");
+    let history = artemis_transfer::transfer::view::rate(&world.pool, run).await.unwrap();
+    assert_eq!(history.last().map(|p| p.delivered), Some(4_200), "the rate reads the thinned samples");
 }
 
 #[tokio::test]
@@ -735,4 +778,152 @@ async fn the_dialogs_queue_picker_lists_the_chosen_target_nodes_queues() {
     assert!(!picker.contains("<i>"), "{picker}");
     let _ = crate::support::management(bed.node("east-2")).destroy_queue(&picked_queue).await;
     destroy(&queue).await;
+}
+
+/// Redistribute to a node (SPEC §1), the dialog's third way: the source's cluster and queue fixed, the node picked
+/// from the cluster's others — the source node listed disabled, saying why, and refused in those words if posted —
+/// previewed as the Move it is (the same library call: a move to the same queue on the other node), and said so on
+/// the preview and on the run's page.
+#[tokio::test]
+async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the_source_node() {
+    let (world, app, queue) = console_beside_a_queue("console_redistribute", "", 2).await;
+    let (cookie, token) = sign_in(&app, ADMIN).await;
+    let dialog = format!("/console/transfer/new?cluster=east&node=east-1&queue={}&take=all", encoded(&queue));
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let source_node_words = "east-1 is the source node: a redistribution moves the messages to another node of east";
+    for offered in [
+        format!("<input type=\"radio\" name=\"mode\" value=\"redistribute\"> Redistribute to a node: a move to {queue} on another node of east"),
+        format!("<option value=\"east-1\" disabled>east-1 — not allowed: {source_node_words}</option>"),
+        "<option value=\"east-2\" selected>east-2</option>".to_string(),
+    ] {
+        assert!(page.body.contains(&offered), "{offered}: {}", page.body);
+    }
+    let picker = &page.body[page.body.find("<select id=\"redistribute_to\"").expect("a node picker")..];
+    let picker = &picker[..picker.find("</select>").unwrap()];
+    assert!(!picker.contains("west"), "only the source's cluster: {picker}");
+
+    // The source node, posted all the same: refused in the picker's words, nothing previewed.
+    let form = |node: &str| {
+        format!(
+            "form_token={token}&cluster=east&node=east-1&queue={}&take=all&ids=&filter=&mode=redistribute\
+             &redistribute_to={node}&target=west/west%2D1&target_queue=ignored",
+            encoded(&queue)
+        )
+    };
+    let refused = send(&app, post("/console/transfer/preview", Some(&cookie), &form("east-1"), &[])).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert!(refused.body.contains(&format!("{source_node_words}.")), "{}", refused.body);
+    assert!(refused.body.contains("value=\"redistribute\" checked"), "the dialog as it was sent: {}", refused.body);
+    let (runs,): (i64,) = sqlx::query_as("SELECT count(*) FROM transfer_run").fetch_one(&world.pool).await.unwrap();
+    assert_eq!(runs, 0, "nothing was previewed");
+
+    // east-2: the preview of a move to the same queue on east-2 (the target picker's fields ignored).
+    let previewed = send(&app, post("/console/transfer/preview", Some(&cookie), &form("east-2"), &[])).await;
+    assert_eq!(previewed.status, StatusCode::SEE_OTHER, "{}", previewed.body);
+    let at = previewed.header("location").to_string();
+    let run: uuid::Uuid = at.strip_prefix("/console/transfer/").unwrap().parse().unwrap();
+    let (plan,): (serde_json::Value,) =
+        sqlx::query_as("SELECT plan FROM transfer_run WHERE id = $1").bind(run).fetch_one(&world.pool).await.unwrap();
+    let plan: artemis_transfer::transfer::Plan = serde_json::from_value(plan).unwrap();
+    assert_eq!(plan.mode, artemis_transfer::transfer::Mode::Move, "{plan:?}");
+    assert_eq!(
+        (plan.target.cluster.as_str(), plan.target.node.as_str(), plan.target.queue.as_str()),
+        ("east", "east-2", queue.as_str())
+    );
+    assert!(plan.is_redistribution(), "{plan:?}");
+    let preview = send(&app, get(&at, Some(&cookie))).await;
+    assert_eq!(preview.status, StatusCode::OK, "{}", preview.body);
+    assert!(
+        preview.body.contains("<h1>Preview of a move: redistribute to a node (east-2 of east)</h1>"),
+        "{}",
+        preview.body
+    );
+    assert!(preview.body.contains(&format!("<dt>To</dt><dd>east / east-2 / {queue}</dd>")), "{}", preview.body);
+
+    // The API gives the stored preview to a client that did not make it: the same plan, hash and findings.
+    let stored = send(&app, bearer_get(&format!("/api/v1/previews/{run}"), ADMIN)).await;
+    assert_eq!(stored.status, StatusCode::OK, "{}", stored.body);
+    let stored: serde_json::Value = serde_json::from_str(&stored.body).unwrap();
+    assert_eq!(stored["plan"]["target"]["node"], "east-2", "{stored}");
+    assert_eq!(stored["can_start"], true, "{stored}");
+    assert!(stored["preview"]["findings"].is_array(), "{stored}");
+    // Executed as a move is (acknowledged, armed by the queue's name); the run's page says what it is.
+    let acks: String = preview
+        .body
+        .match_indices("name=\"ack\" value=\"")
+        .map(|(at, _)| format!("&ack={}", preview.body[at + 18..].split('"').next().unwrap()))
+        .collect();
+    let plan_hash = preview.body.split("name=\"plan_hash\" value=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(stored["plan_hash"], plan_hash, "{stored}");
+    let armed = format!("form_token={token}&plan_hash={plan_hash}{acks}&override_cap=yes&confirm={}", encoded(&queue));
+    let done = send(&app, post(&format!("{at}/execute"), Some(&cookie), &armed, &[])).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    assert!(page.body.contains("<dt>Mode</dt><dd>move: redistribute to a node (east-2 of east)</dd>"), "{}", page.body);
+
+    // One who may move from east but not send to it: the redistribution is listed, disabled, saying why.
+    for (permission, cluster) in
+        [("cluster:read", "east"), ("message:move", "east"), ("cluster:read", "west"), ("message:send", "west")]
+    {
+        sqlx::query(
+            "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ('sam', $1, $2, 'test')",
+        )
+        .bind(cluster)
+        .bind(permission)
+        .execute(&world.pool)
+        .await
+        .unwrap();
+    }
+    let (cookie, _) = sign_in(&app, "sam").await;
+    let page = send(&app, get(&dialog, Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let radio = &page.body[page.body.find("value=\"redistribute\"").expect("listed")..];
+    let radio = &radio[..radio.find("</label>").unwrap()];
+    assert!(radio.starts_with("value=\"redistribute\" disabled>") && radio.contains("message:send"), "{radio}");
+    sqlx::query("UPDATE transfer_run SET state = 'failed' WHERE id = $1").bind(run).execute(&world.pool).await.unwrap();
+    destroy(&queue).await;
+}
+
+/// `GET /api/v1/runs/{run}/actions` answers what the run's page offers, from the one rule (`actions::offered`): by the
+/// run's state and the caller's grants; a run the caller may not see is a 404, as everywhere.
+#[tokio::test]
+async fn a_runs_actions_are_what_its_state_and_the_callers_grants_allow_as_the_console_offers() {
+    let world = ConsoleWorld::new("api_run_actions").await;
+    let app = world.app();
+    let actions = |run: uuid::Uuid, operator: &'static str| {
+        let app = app.clone();
+        async move {
+            let answer = send(&app, bearer_get(&format!("/api/v1/runs/{run}/actions"), operator)).await;
+            let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+            (answer.status, body)
+        }
+    };
+    let running = world.run("running", "orders", 100, 10).await;
+    let stopped = world.run("stopped", "orders", 100, 10).await;
+    let previewed = world.run("previewed", "orders", 100, 0).await;
+    let succeeded = world.run("succeeded", "orders", 100, 100).await;
+    for (run, operator, expected) in [
+        (running, ADMIN, serde_json::json!(["stop"])),
+        (stopped, ADMIN, serde_json::json!(["resume", "return"])),
+        (previewed, ADMIN, serde_json::json!(["execute"])),
+        (succeeded, ADMIN, serde_json::json!([])),
+        (stopped, READER, serde_json::json!([])),
+    ] {
+        let (status, body) = actions(run, operator).await;
+        assert_eq!((status, &body["actions"]), (StatusCode::OK, &expected), "{operator} on {run}: {body}");
+    }
+    let (status, body) = actions(stopped, EAST_ONLY).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a run from east to west is not theirs to see: {body}");
+    // A run written without a preview has none to give.
+    let none = send(&app, bearer_get(&format!("/api/v1/previews/{stopped}"), ADMIN)).await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND, "{}", none.body);
+    assert!(none.body.contains("was stored without a preview"), "{}", none.body);
+    // The run's page offers the same: resume and return on the stopped run, nothing to a reader.
+    let (cookie, _) = sign_in(&app, ADMIN).await;
+    let page = send(&app, get(&format!("/console/runs/{stopped}"), Some(&cookie))).await;
+    for action in ["resume", "return"] {
+        assert!(page.body.contains(&format!("/console/runs/{stopped}/{action}\"")), "{action}: {}", page.body);
+    }
+    assert!(!page.body.contains(&format!("/console/runs/{stopped}/stop\"")), "{}", page.body);
 }

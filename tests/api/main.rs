@@ -429,7 +429,8 @@ async fn ready_is_not_ready_while_another_builds_sql_functions_are_applied() {
 #[tokio::test]
 async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() {
     let (source, target, ids) = source_and_target("api_move", 300).await;
-    let mut world = World::new("api_move", &[("batch_size", json!(50))]).await;
+    // 300 at 200 a second: its six batches span more than a second, so its rate has two samples at least.
+    let mut world = World::new("api_move", &[("batch_size", json!(50)), ("messages_per_second", json!(200))]).await;
     let api = Api::start(&world).await;
     world.spawn_worker("w1", &[]).await;
 
@@ -486,7 +487,7 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     let (status, view) = api.get(&path(""), OPERATOR).await;
     assert_eq!(status, StatusCode::OK, "{view}");
     assert_eq!(view["state"], "succeeded", "{view:#}");
-    // Per-node outcome and the rate over time, as data: the numbers of each end, and a point per batch of 50.
+    // Per-node outcome and the rate over time, as data: the numbers of each end, and a point a second at most.
     let counts =
         |role: &str| view["nodes"].as_array().unwrap().iter().find(|n| n["role"] == role).unwrap()["counts"].clone();
     assert_eq!(counts("source")["taken"], json!(300), "{view:#}");

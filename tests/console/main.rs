@@ -1,8 +1,11 @@
 //! The operator console in a real browser (ADR 0014): Debian's `chromium`, driven over WebDriver by `chromedriver`
 //! (package `chromium-driver`) from this test through `fantoccini`. The console is served in-process on a free port
-//! of 127.0.0.1 over a fresh database of the test bed's Postgres; runs are written as a worker leaves them, and
-//! their counters moved as a relay batch moves them, so what is under test is the console: sign-in, the list, the
-//! run's page, its numbers changing without a reload, and a browser log with no error and no CSP violation.
+//! of 127.0.0.1 over a fresh database of the test bed's Postgres. The first test writes runs as a worker leaves them
+//! and moves their counters as a relay batch does, so what is under test is the console: sign-in, the list, the
+//! run's page, its numbers changing without a reload, and a browser log with no error and no CSP violation. The
+//! others start a worker of their own and act as an operator would, from the Messages page through the dialog to
+//! the run's end — ticked rows moved and redistributed to east-2; a filter's selection moved, a whole queue copied,
+//! a stopped run returned — each judged by the census of the queues (the Java helper's browse).
 //!
 //! Without `chromedriver` (on PATH, or named by `CHROMEDRIVER`) the test says it skipped and passes, unless
 //! `ARTEMIS_TRANSFER_REQUIRE_BROWSER` is set: `.ci/run` installs both packages and sets it, so CI always runs it. Screenshots of the pages go to `target/console-screenshots/`, or
@@ -307,41 +310,31 @@ async fn type_into(client: &Client, css: &str, typed: &str) {
 async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the_dialog() {
     let Some(driver_path) = chromedriver_or_skip() else { return };
     let started = Instant::now();
-    let (source, target, ids) = support::source_and_target_of("console_move", 4, "text").await;
+    let live = LiveConsole::start(&driver_path, "console_move", 4).await;
+    let LiveConsole { source, target, ids, world, base, client, .. } = &live;
     let bed = testbed::TestBed::get();
-    let mut world = support::World::new("console_move", &[]).await;
-    world.spawn_worker("console_move", &[]).await;
-    let console = ConsoleWorld::on(world.pool.clone()).await;
-    let base = serve(&console).await;
-    let driver = Driver::start(&driver_path).await;
-    let client = browser(&driver).await;
-    client.goto(&format!("{base}/console/sign-in")).await.unwrap();
-    type_into(&client, "#token", TOKEN).await;
-    type_into(&client, "#operator", ADMIN).await;
-    click(&client, "form.stack button[type=submit]").await;
-    at(&client, "/console/").await;
 
     // Queues → east-1 → the queue the test filled, found by its name.
-    click(&client, "nav a[href=\"/console/clusters\"]").await;
-    at(&client, "/console/clusters").await;
-    click(&client, "a[href=\"/console/clusters/east/nodes/east%2D1/queues\"]").await;
-    at(&client, "/console/clusters/east/nodes/east%2D1/queues").await;
-    type_into(&client, "input[name=name_contains]", &source).await;
-    click(&client, "form.filters button[type=submit]").await;
-    wait_text(&client, "table.queues", "4").await;
-    client.find(Locator::LinkText(&source)).await.unwrap().click().await.unwrap();
-    wait_text(&client, "h1", &source).await;
+    click(client, "nav a[href=\"/console/clusters\"]").await;
+    at(client, "/console/clusters").await;
+    click(client, "a[href=\"/console/clusters/east/nodes/east%2D1/queues\"]").await;
+    at(client, "/console/clusters/east/nodes/east%2D1/queues").await;
+    type_into(client, "input[name=name_contains]", source).await;
+    click(client, "form.filters button[type=submit]").await;
+    wait_text(client, "table.queues", "4").await;
+    client.find(Locator::LinkText(source)).await.unwrap().click().await.unwrap();
+    wait_text(client, "h1", source).await;
 
     // A filter the parser cannot read: the words as it is typed, and again from the server on submit.
-    type_into(&client, "#filter", "payload_id LIKE").await;
-    let words = wait_text(&client, "#filter-verdict", "cannot be read").await;
+    type_into(client, "#filter", "payload_id LIKE").await;
+    let words = wait_text(client, "#filter-verdict", "cannot be read").await;
     assert!(words.contains("position 16"), "{words}");
-    click(&client, "form.filters button[type=submit]").await;
-    wait_text(&client, "#filter-verdict", "the filter cannot be read at position 16").await;
-    type_into(&client, "#filter", "payload_id LIKE 'console_move-%'").await;
-    wait_text(&client, "#filter-verdict", "Reads as").await;
-    click(&client, "form.filters button[type=submit]").await;
-    wait_text(&client, "table.messages", "console_move-3").await;
+    click(client, "form.filters button[type=submit]").await;
+    wait_text(client, "#filter-verdict", "the filter cannot be read at position 16").await;
+    type_into(client, "#filter", "payload_id LIKE 'console_move-%'").await;
+    wait_text(client, "#filter-verdict", "Reads as").await;
+    click(client, "form.filters button[type=submit]").await;
+    wait_text(client, "table.messages", "console_move-3").await;
     client.screenshot().await.map(|png| std::fs::write(screenshots().join("messages.png"), png).unwrap()).unwrap();
 
     // Two ticked → Transfer… → a move to a new queue on west-1 (which the preview asks to acknowledge) → Preview.
@@ -351,42 +344,56 @@ async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the
     for b in &boxes[..2] {
         b.click().await.unwrap();
     }
-    click(&client, "button[name=take][value=ids]").await;
-    at(&client, "/console/transfer/new").await;
-    assert!(text(&client, "#main").await.contains("the 2 ticked message(s)"));
-    click(&client, "option[value=\"west/west%2D1\"]").await;
-    type_into(&client, "#target_queue", &target).await;
-    click(&client, "form.dialog button[type=submit]").await;
-    wait_text(&client, "h1", "Preview of a move").await;
+    click(client, "button[name=take][value=ids]").await;
+    at(client, "/console/transfer/new").await;
+    assert!(text(client, "#main").await.contains("the 2 ticked message(s)"));
+    click(client, "option[value=\"west/west%2D1\"]").await;
+    type_into(client, "#target_queue", &target).await;
+    click(client, "form.dialog button[type=submit]").await;
+    wait_text(client, "h1", "Preview of a move").await;
     client.screenshot().await.map(|png| std::fs::write(screenshots().join("preview.png"), png).unwrap()).unwrap();
 
     // Acknowledge each finding, arm with the queue's name, execute: the run's page follows the run to its end.
     let acks = client.find_all(Locator::Css("input[name=ack]")).await.unwrap();
     assert!(!acks.is_empty(), "a new target queue is a finding to acknowledge");
-    for ack in acks {
-        ack.click().await.unwrap();
-    }
-    type_into(&client, "#confirm", &source).await;
-    click(&client, "form.dialog button.danger").await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !client.current_url().await.unwrap().path().starts_with("/console/runs/") {
-        assert!(Instant::now() < deadline, "{}", client.source().await.unwrap_or_default());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    while text(&client, "#state").await != "Succeeded" {
-        assert!(Instant::now() < deadline, "the run did not succeed within 60 s: {}", text(&client, "#live").await);
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert_eq!(text(&client, "[data-step=\"Delivered\"]").await, "2");
+    acknowledge_arm_and_execute(client, source).await;
+    wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
+    assert_eq!(delivered(client).await, 2);
 
     // The census: two of the four on the target, the other two still on the source, each once.
-    let on_target = support::census(bed.node("west-1"), &target).await;
-    let on_source = support::census(bed.node("east-1"), &source).await;
+    let (on_target, on_source) =
+        tokio::join!(support::census(bed.node("west-1"), &target), support::census(bed.node("east-1"), source));
     assert_eq!((on_target.len(), on_source.len()), (2, 2), "{on_target:?} {on_source:?}");
-    for id in &ids {
+    for id in ids {
         let seen = on_target.get(id).copied().unwrap_or(0) + on_source.get(id).copied().unwrap_or(0);
         assert_eq!(seen, 1, "{id}: {on_target:?} {on_source:?}");
     }
+
+    // The two left, redistributed to east-2 (SPEC §1: the same queue on another node of the cluster): the source
+    // node is listed, disabled, saying why; the preview and the run's page say what it is; the census agrees.
+    client.goto(&format!("{base}{}", messages_path("east-1", source))).await.unwrap();
+    wait_text(client, "table.messages", "console_move-").await;
+    click(client, "button[name=take][value=all]").await;
+    at(client, "/console/transfer/new").await;
+    click(client, "input[name=mode][value=redistribute]").await;
+    let source_node = client.find(Locator::Css("#redistribute_to option[value=\"east-1\"]")).await.unwrap();
+    assert_eq!(source_node.attr("disabled").await.unwrap().as_deref(), Some("true"));
+    let why = text(client, "fieldset.to-a-node").await;
+    assert!(why.contains("east-1 is the source node: a redistribution moves the messages to another node of east"));
+    assert!(!client.find(Locator::Id("target_queue")).await.unwrap().is_displayed().await.unwrap(), "not asked");
+    client.screenshot().await.map(|png| std::fs::write(screenshots().join("dialog.png"), png).unwrap()).unwrap();
+    click(client, "form.dialog button[type=submit]").await;
+    wait_text(client, "h1", "Preview of a move: redistribute to a node (east-2 of east)").await;
+    acknowledge_arm_and_execute(client, source).await;
+    wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
+    assert!(text(client, "#live").await.contains("move: redistribute to a node (east-2 of east)"));
+    assert_eq!(delivered(client).await, 2);
+    let (on_east_2, on_east_1) =
+        tokio::join!(support::census(bed.node("east-2"), source), support::census(bed.node("east-1"), source));
+    let left: Vec<String> = on_source.keys().cloned().collect();
+    support::assert_exactly_once(&left, &on_east_2, &[&on_east_1, &on_target]);
+    assert!(on_east_1.is_empty(), "{on_east_1:?}");
+
     // Another operator, who may move from east but send only to west: east's nodes are listed, disabled, saying
     // why; and one who sees east only: west is not listed at all.
     for (principal, cluster, permission) in [
@@ -408,15 +415,15 @@ async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the
     }
     let dialog = format!("{base}/console/transfer/new?cluster=east&node=east-1&queue={source}&take=all");
     for operator in ["sam", EAST_ONLY] {
-        click(&client, "form.signout button[type=submit]").await;
-        at(&client, "/console/sign-in").await;
-        type_into(&client, "#token", TOKEN).await;
-        type_into(&client, "#operator", operator).await;
-        click(&client, "form.stack button[type=submit]").await;
-        at(&client, "/console/").await;
+        click(client, "form.signout button[type=submit]").await;
+        at(client, "/console/sign-in").await;
+        type_into(client, "#token", TOKEN).await;
+        type_into(client, "#operator", operator).await;
+        click(client, "form.stack button[type=submit]").await;
+        at(client, "/console/").await;
         client.goto(&dialog).await.unwrap();
-        at(&client, "/console/transfer/new").await;
-        let targets = text(&client, "#main").await;
+        at(client, "/console/transfer/new").await;
+        let targets = text(client, "#main").await;
         if operator == "sam" {
             let disabled = client.find(Locator::Css("option[value=\"east/east%2D1\"]")).await.unwrap();
             assert_eq!(disabled.attr("disabled").await.unwrap().as_deref(), Some("true"), "{targets}");
@@ -428,7 +435,203 @@ async fn an_operator_picks_a_queue_ticks_two_messages_and_moves_them_through_the
     }
 
     // The refused filter's 400 is the one thing the browser may log.
-    assert_a_quiet_browser_log_but(&client, &["status of 400"]).await;
-    client.close().await.unwrap();
+    assert_a_quiet_browser_log_but(client, &["status of 400"]).await;
+    client.clone().close().await.unwrap();
+    for (node, queue) in [("east-1", source), ("east-2", source), ("west-1", &target)] {
+        let _ = support::management(bed.node(node)).destroy_queue(queue).await;
+    }
     eprintln!("the browser move took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// A live worker's runs from the browser (issue 30's Prove): the messages a filter typed in the Messages page's box
+/// selects, moved; a whole queue copied; a run stopped mid-way and returned through its page's dialog — each run's
+/// page followed without a reload to its end, and its numbers judged by the census of both queues.
+#[tokio::test]
+async fn an_operator_moves_a_filters_selection_copies_a_queue_and_returns_a_stopped_run_in_the_browser() {
+    let Some(driver_path) = chromedriver_or_skip() else { return };
+    let started = Instant::now();
+    let live = LiveConsole::start(&driver_path, "console_filter", 10).await;
+    let LiveConsole { source, target, ids, world, base, client, .. } = &live;
+    let bed = testbed::TestBed::get();
+
+    // (a) A selector typed in the filter box, checked as typed; "Transfer all matching the filter…" takes it.
+    let matching: Vec<String> = [1, 4, 7].iter().map(|n| ids[*n].clone()).collect();
+    let filter = format!("payload_id IN ('{}')", matching.join("', '"));
+    client.goto(&format!("{base}{}", messages_path("east-1", source))).await.unwrap();
+    type_into(client, "#filter", &filter).await;
+    wait_text(client, "#filter-verdict", "Reads as").await;
+    click(client, "form.filters button[type=submit]").await;
+    wait_text(client, "table.messages", &matching[2]).await;
+    assert_eq!(client.find_all(Locator::Css("input[name=id]")).await.unwrap().len(), 3);
+    click(client, "button[name=take][value=filter]").await;
+    at(client, "/console/transfer/new").await;
+    assert!(text(client, "#main").await.contains(&format!("every message matching the filter {filter}")));
+    click(client, "option[value=\"west/west%2D1\"]").await;
+    type_into(client, "#target_queue", target).await;
+    click(client, "form.dialog button[type=submit]").await;
+    wait_text(client, "h1", "Preview of a move").await;
+    assert!(text(client, "#main").await.contains("3 message(s): the messages the filter matches"));
+    acknowledge_arm_and_execute(client, source).await;
+    client.execute("window.notReloaded = true;", vec![]).await.unwrap();
+    wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
+    let same_page = client.execute("return window.notReloaded === true;", vec![]).await.unwrap();
+    assert_eq!(same_page, json!(true), "the run's page followed it in place, without a reload");
+    // The source's census is taken after (b), which leaves it as it is: one browse of it for both.
+    let on_target = support::census(bed.node("west-1"), target).await;
+    assert_eq!(delivered(client).await, on_target.len() as i64, "the page's Delivered is the census");
+    let others: Vec<String> = ids.iter().filter(|id| !matching.contains(id)).cloned().collect();
+
+    // (b) The whole queue copied to a new queue: all on the target, all still on the source.
+    let copy = format!("{target}_copy");
+    client.goto(&format!("{base}{}", messages_path("east-1", source))).await.unwrap();
+    click(client, "button[name=take][value=all]").await;
+    at(client, "/console/transfer/new").await;
+    click(client, "input[name=mode][value=copy]").await;
+    click(client, "option[value=\"west/west%2D1\"]").await;
+    type_into(client, "#target_queue", &copy).await;
+    click(client, "form.dialog button[type=submit]").await;
+    wait_text(client, "h1", "Preview of a copy").await;
+    acknowledge_arm_and_execute(client, source).await;
+    wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
+    let (copied, on_source) =
+        tokio::join!(support::census(bed.node("west-1"), &copy), support::census(bed.node("east-1"), source));
+    assert_eq!(delivered(client).await, copied.len() as i64, "the page's Delivered is the census");
+    support::assert_exactly_once(&matching, &on_target, &[&on_source]);
+    support::assert_exactly_once(&others, &on_source, &[&on_target]);
+    support::assert_exactly_once(&others, &copied, &[]);
+
+    // (c) A move of the rest, paced to one message a second, stopped through its page mid-way, then returned
+    // through its dialog: what was delivered stays on the target (said before the name is typed), what staging
+    // held goes back to the source.
+    for (key, value) in [("batch_size", json!(1)), ("messages_per_second", json!(1))] {
+        artemis_transfer::jobs::settings::set(&world.pool, key, value, "test").await.unwrap();
+    }
+    client.goto(&format!("{base}{}", messages_path("east-1", source))).await.unwrap();
+    click(client, "button[name=take][value=all]").await;
+    at(client, "/console/transfer/new").await;
+    click(client, "option[value=\"west/west%2D1\"]").await;
+    type_into(client, "#target_queue", target).await;
+    click(client, "form.dialog button[type=submit]").await;
+    wait_text(client, "h1", "Preview of a move").await;
+    acknowledge_arm_and_execute(client, source).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while delivered(client).await < 1 {
+        assert!(Instant::now() < deadline, "nothing delivered within 30 s: {}", text(client, "#live").await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    type_into(client, "#confirm-stop", source).await;
+    click(client, "form[action$=\"/stop\"] button[type=submit]").await;
+    wait_text(client, "p.notice", "Stop asked").await;
+    wait_for_state(client, "Stopped", Duration::from_secs(30)).await;
+    // The actions are offered as of the page's load (they are forms, never swapped): the page again, now Stopped.
+    client.refresh().await.unwrap();
+    wait_text(client, "#state", "Stopped").await;
+    let page = text(client, "#main").await;
+    assert!(page.contains("Messages already delivered stay on the target"), "said before typing: {page}");
+    type_into(client, "#confirm-return", source).await;
+    click(client, "form[action$=\"/return\"] button[type=submit]").await;
+    wait_text(client, "p.notice", "Returning").await;
+    wait_for_state(client, "Returned", Duration::from_secs(60)).await;
+    let (moved, returned) = (delivered(client).await, step(client, "Returned").await);
+    assert!((1..7).contains(&moved), "stopped mid-way: {moved} delivered");
+    assert!(returned >= 1, "staging held messages that went back: {}", text(client, "#live").await);
+    let (on_target, on_source) =
+        tokio::join!(support::census(bed.node("west-1"), target), support::census(bed.node("east-1"), source));
+    assert_eq!(on_target.len() as i64, 3 + moved, "the three of (a) and the {moved} delivered: {on_target:?}");
+    assert_eq!(on_source.len() as i64, 7 - moved, "the rest back on the source: {on_source:?}");
+    for id in ids {
+        let seen = on_target.get(id).copied().unwrap_or(0) + on_source.get(id).copied().unwrap_or(0);
+        assert_eq!(seen, 1, "{id}: {on_target:?} {on_source:?}");
+    }
+
+    assert_a_quiet_browser_log(client).await;
+    client.clone().close().await.unwrap();
+    for (node, queue) in [("east-1", source), ("west-1", target), ("west-1", &copy)] {
+        let _ = support::management(bed.node(node)).destroy_queue(queue).await;
+    }
+    eprintln!("the browser's filter, copy and return took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// A console with a live worker, in a browser signed in as the admin: a queue on east-1 holding `count` text
+/// messages (payload ids `<label>-<n>`) and an empty one on west-1, in a world of its own (a fresh database, both
+/// clusters registered) whose worker runs what the browser executes.
+struct LiveConsole {
+    source: String,
+    target: String,
+    ids: Vec<String>,
+    world: support::World,
+    base: String,
+    client: Client,
+    _driver: Driver,
+}
+
+impl LiveConsole {
+    async fn start(driver_path: &PathBuf, label: &str, count: u32) -> LiveConsole {
+        let (source, target, ids) = support::source_and_target_of(label, count, "text").await;
+        // The nodes' management calls paced at 200 a second, not the default 20: a preview makes dozens of them, and
+        // at 20 each of these tests' previews waited about 8 s on the permits (the binary took ~80 s, now ~50 s).
+        let mut world = support::World::new(label, &[("node_calls_per_second", json!(200))]).await;
+        world.spawn_worker(label, &[]).await;
+        let console = ConsoleWorld::on(world.pool.clone()).await;
+        let base = serve(&console).await;
+        let driver = Driver::start(driver_path).await;
+        let client = browser(&driver).await;
+        sign_in_as(&client, &base, ADMIN).await;
+        LiveConsole { source, target, ids, world, base, client, _driver: driver }
+    }
+}
+
+/// The Messages page of `queue` on `node` of east.
+fn messages_path(node: &str, queue: &str) -> String {
+    let segment = |t: &str| percent_encoding::utf8_percent_encode(t, percent_encoding::NON_ALPHANUMERIC).to_string();
+    format!("/console/clusters/east/nodes/{}/queues/{}", segment(node), segment(queue))
+}
+
+/// Signs `operator` in through the sign-in page, with the service's token.
+async fn sign_in_as(client: &Client, base: &str, operator: &str) {
+    client.goto(&format!("{base}/console/sign-in")).await.unwrap();
+    type_into(client, "#token", TOKEN).await;
+    type_into(client, "#operator", operator).await;
+    click(client, "form.stack button[type=submit]").await;
+    at(client, "/console/").await;
+}
+
+/// On a preview's page: acknowledges every finding, types the source queue's name and overrides the cap where the
+/// page asks, executes, and waits (60 s at most) for the run's page.
+async fn acknowledge_arm_and_execute(client: &Client, source_queue: &str) {
+    for ack in client.find_all(Locator::Css("input[name=ack]")).await.unwrap() {
+        ack.click().await.unwrap();
+    }
+    if client.find(Locator::Id("confirm")).await.is_ok() {
+        type_into(client, "#confirm", source_queue).await;
+    }
+    if let Ok(cap) = client.find(Locator::Css("input[name=override_cap]")).await {
+        cap.click().await.unwrap();
+    }
+    click(client, "form.dialog button.danger").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !client.current_url().await.unwrap().path().starts_with("/console/runs/") {
+        assert!(Instant::now() < deadline, "{}", client.source().await.unwrap_or_default());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits (`limit` at most) for the run's page, refreshing itself, to show the run in `state`.
+async fn wait_for_state(client: &Client, state: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while text(client, "#state").await != state {
+        assert!(Instant::now() < deadline, "not {state} within {limit:?}: {}", text(client, "#live").await);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A step's count on the run's page.
+async fn step(client: &Client, name: &str) -> i64 {
+    let shown = text(client, &format!("[data-step=\"{name}\"]")).await;
+    shown.parse().unwrap_or_else(|_| panic!("{name} shows {shown:?}"))
+}
+
+/// The run page's Delivered.
+async fn delivered(client: &Client) -> i64 {
+    step(client, "Delivered").await
 }

@@ -67,3 +67,21 @@ pub async fn run_insert_previewed(db: impl PgExecutor<'_>, run: &PreviewedRun<'_
         .await?;
     Ok(())
 }
+
+/// A run's stored preview as the preview wrote it (`run_stored_preview.sql`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredPreviewRow {
+    /// The plan (`Plan` as JSON).
+    pub plan: serde_json::Value,
+    /// The hash execute must echo.
+    pub plan_hash: String,
+    /// The preview (`Preview` as JSON).
+    pub preview: serde_json::Value,
+    /// After this the preview must be made again; `None` when the row does not say.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// `run_stored_preview.sql`: `run`'s stored preview, if it has one.
+pub async fn run_stored_preview(db: impl PgExecutor<'_>, run: Uuid) -> Result<Option<StoredPreviewRow>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/run_stored_preview.sql")).bind(run).fetch_optional(db).await
+}

@@ -120,7 +120,7 @@ pub async fn latest_event_id(db: impl PgExecutor<'_>, run: Uuid) -> Result<i64, 
     sqlx::query_scalar(include_str!("../sql/run_latest_event_id.sql")).bind(run).fetch_one(db).await
 }
 
-/// `run_rate_samples.sql`: the samples of `run`'s delivered count, oldest first (`run_rate_sample`, migration 0016).
+/// `run_rate_samples.sql`: the samples of `run`'s delivered count, one a second at most, oldest first (`run_rate_sample`).
 pub async fn rate_samples(db: impl PgExecutor<'_>, run: Uuid) -> Result<Vec<(DateTime<Utc>, i64)>, sqlx::Error> {
     sqlx::query_as(include_str!("../sql/run_rate_samples.sql")).bind(run).fetch_all(db).await
 }
