@@ -27,17 +27,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402  (shared helpers: test bed env, Jolokia, our database, a run)
 
 ROOT = bl.ROOT
-JAVA_OUT = os.path.join(ROOT, "target", "bench-java")
-
-
-def classpath(env):
-    return f"{JAVA_OUT}:{env['TESTBED_JAVA_CLASSPATH']}"
-
-
-def build_probe(env):
-    os.makedirs(JAVA_OUT, exist_ok=True)
-    subprocess.run(["javac", "-nowarn", "-d", JAVA_OUT, "-cp", env["TESTBED_JAVA_CLASSPATH"],
-                    os.path.join(ROOT, "scripts", "java", "ProbeProducer.java")], check=True)
 
 
 def percentiles(micros):
@@ -64,18 +53,16 @@ def main():
     selected = (args.messages - 8) // 128 + 1 if args.messages > 7 else 0
     print(f"machine: {os.cpu_count()} cores; {args.messages} messages on a paging source (max-size-bytes 1 MiB, page-size-bytes 256 KiB), "
           f"filter p_byte = 7 selects {selected}; batch {args.batch}", flush=True)
-    build_probe(env)
+    classpath = bl.build_java(env, "ProbeProducer")
 
     broker = 'org.apache.activemq.artemis:broker="east-1"'
-    paging_settings = {"maxSizeBytes": 1048576, "pageSizeBytes": 262144, "addressFullMessagePolicy": "PAGE"}
-    bl.jolokia_exec(east, broker, "addAddressSettings(java.lang.String,java.lang.String)",
-                    [src, json.dumps(paging_settings)])
+    bl.add_paging_limit(east, src)
     bl.create_queue(east, src)
     bl.create_queue(west, dst)
     t = time.time()
     # Durable sends without waiting for each one's confirmation (the session still flushes at close): the queue's
     # content is the same, produced several times faster.
-    subprocess.run(["java", "-Xmx256m", "-cp", classpath(env), "Fidelity", "produce", "--url",
+    subprocess.run(["java", "-Xmx256m", "-cp", classpath, "Fidelity", "produce", "--url",
                     east["core_url"] + "?blockOnDurableSend=false",
                     "--user", east["user"], "--password", east["password"], "--queue", src, "--count",
                     str(args.messages), "--prefix", "paged-", "--kinds", "bytes", "--body-size", "0"],
@@ -101,12 +88,13 @@ def main():
         print("refused at preview: nothing ran", flush=True)
         bl.delete_queue(east, src)
         bl.delete_queue(west, dst)
+        bl.remove_address_settings(east, src)
         return 2
     acks = [x for f in findings if f["kind"] == "needs_ack" for x in ("--ack", f["code"])]
     worker = subprocess.Popen([binary, "worker", "--name", "bench", "--concurrency", "2"], env=penv,
                               stdout=subprocess.DEVNULL,
                               stderr=open(os.path.join(ROOT, "target", "bench-paged-worker.log"), "w"))
-    probe = subprocess.Popen(["java", "-Xmx128m", "-cp", classpath(env), "ProbeProducer", "--url", east["core_url"],
+    probe = subprocess.Popen(["java", "-Xmx128m", "-cp", classpath, "ProbeProducer", "--url", east["core_url"],
                               "--user", east["user"], "--password", east["password"], "--queue", src,
                               "--every-ms", "50", "--secs", "3600"], stdout=subprocess.PIPE, text=True)
     sends = []
@@ -158,6 +146,7 @@ def main():
     print(f"probe producer on the source queue, during the run: {percentiles(during)}")
     bl.delete_queue(east, src)
     bl.delete_queue(west, dst)
+    bl.remove_address_settings(east, src)
     return 0 if state == "succeeded" and moved == selected else 1
 
 

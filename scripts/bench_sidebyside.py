@@ -27,10 +27,7 @@ Run through `scripts/bench sidebyside [--messages N] [--sizes 1024,65536] [--bat
 [--reps 3] [--binary PATH]` (test bed up; without --binary, the release build of this checkout).
 """
 import argparse
-import datetime
-import hashlib
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -88,48 +85,14 @@ def ratio_key(mode, batch, size):
     return f"{mode}_speed_ratio_b{batch}{suffix}"
 
 
-def loadavg():
-    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-
-
-def machine():
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-    except OSError:
-        pass
-    mem = None
-    try:
-        with open("/proc/meminfo") as f:
-            mem = next((int(line.split()[1]) for line in f if line.startswith("MemTotal:")), None)
-    except OSError:
-        pass
-    mem_words = f"{mem / 1048576:.0f} GiB RAM" if mem else "RAM unknown"
-    return f"{os.cpu_count()} cores ({model}), {mem_words}, {platform.system()} {platform.release()}"
-
-
-def commit():
-    out = subprocess.run(["git", "-C", bl.ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
-
-
-def binary_words(path):
-    """Which build is under test: its path, when it was built and the start of its SHA-256 (two builds differ)."""
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:12]
-    built = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
-    return f"{path} (built {built:%Y-%m-%d %H:%M} UTC, sha256 {digest}…)"
-
-
 def wait_for_load(limit, longest):
     if limit <= 0:
         return
     deadline = time.time() + longest
-    while os.getloadavg()[0] >= limit and time.time() < deadline:
+    while os.getbl.loadavg_words()[0] >= limit and time.time() < deadline:
         time.sleep(10)
-    if os.getloadavg()[0] >= limit:
-        print(f"  load still {loadavg()} after waiting {longest:.0f} s for < {limit:g}: running anyway", flush=True)
+    if os.getbl.loadavg_words()[0] >= limit:
+        print(f"  load still {bl.loadavg_words()} after waiting {longest:.0f} s for < {limit:g}: running anyway", flush=True)
 
 
 def census_ok(mode, n, on_target, left_on_source):
@@ -242,7 +205,7 @@ class Bench:
     def cell(self, mode, size, batch, stamp):
         n = self.args.messages
         wait_for_load(self.args.wait_load, self.args.wait_max)
-        load_start = loadavg()
+        load_start = bl.loadavg_words()
         print(f"cell {mode} {size_label(size)} B={batch}: {n:,} messages east-1 -> west-1; "
               f"load average at start {load_start}", flush=True)
         bl.set_batch(self.penv, batch)
@@ -253,7 +216,7 @@ class Bench:
         counted = [r for r in reps if r["ratio"] is not None]
         # A second view, not the cell's figure: the peer's time less its start-up measured just before.
         without_startup = [(r["peer"] - startup) / r["ours"] for r in counted if r["peer"] > startup]
-        cell = {"mode": mode, "size": size, "batch": batch, "load": (load_start, loadavg()),
+        cell = {"mode": mode, "size": size, "batch": batch, "load": (load_start, bl.loadavg_words()),
                 "reps": len(reps), "counted": len(counted), "ratios": [r["ratio"] for r in counted],
                 "peer_rate": statistics.median(n / r["peer"] for r in counted) if counted else None,
                 "ours_rate": statistics.median(n / r["ours"] for r in counted) if counted else None,
@@ -291,9 +254,8 @@ def main():
               "or name one with --binary", file=sys.stderr)
         return 2
     stamp = int(time.time())
-    print(f"sidebyside: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC; commit {commit()}; "
-          f"machine {machine()}; load average {loadavg()}", flush=True)
-    print(f"ours: {binary_words(args.binary)}; worker --concurrency 2, messages/s and node calls/s lifted "
+    print(bl.header_words("sidebyside"), flush=True)
+    print(f"ours: {bl.binary_words(args.binary)}; worker --concurrency 2, messages/s and node calls/s lifted "
           f"({args.node_calls:g}), batch_bytes left at its default", flush=True)
     bench = Bench(args)
     print(f"peer: {os.path.basename(bench.env['ARTEMIS_HOME'])} `artemis transfer --commit-interval B "

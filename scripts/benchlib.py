@@ -1,14 +1,18 @@
-"""What the benchmarks share (scripts/bench_move.py, bench_paged.py, bench_sidebyside.py): the test bed's
-environment, Jolokia reads and operations, the broker's `artemis` command (produce, the peer `artemis transfer`),
-our own fresh database with both clusters registered and the rate limits lifted, a worker, and one run of ours
-from preview to its end state.
+"""What the benchmarks share (scripts/bench_move.py, bench_paged.py, bench_sidebyside.py, bench_large.py,
+bench_concurrent.py, bench_unstamped.py): the test bed's environment, Jolokia reads and operations, the broker's
+`artemis` command (produce, the peer `artemis transfer`), the Java helpers, our own fresh database with both clusters
+registered and the rate limits lifted, a worker and its memory, and one run of ours from preview to its end state.
 
 Standard library only, like scripts/testbed: the benchmarks run on a machine where only the test bed is installed.
 """
 import base64
+import datetime
+import hashlib
 import json
 import os
+import platform
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -105,21 +109,58 @@ def produce(env, n, queue, count, size):
             "--commit-interval", "1000", "--silent")
 
 
-def peer_transfer(env, src_node, src, dst_node, dst, commit_interval=None, copy=False, receive_timeout_ms=2000,
-                  timeout=None):
-    """The peer, `artemis transfer` (a JMS receive/send loop committing every `commit_interval` messages; `--copy`
-    sends without acknowledging and rolls the source back at the end). Its loop ends at the first receive that
-    waited `receive_timeout_ms` and got nothing — on a loaded machine that can come before the queue is empty, so
-    check its census. Returns its seconds, start to end, less that trailing wait; its JVM start is inside them."""
+def peer_transfer_args(src_node, src, dst_node, dst, commit_interval=None, copy=False, receive_timeout_ms=2000):
+    """The `artemis` arguments of the peer, `artemis transfer` (a JMS receive/send loop committing every
+    `commit_interval` messages; `--copy` sends without acknowledging and rolls the source back at the end). Its loop
+    ends at the first receive that waited `receive_timeout_ms` and got nothing — on a loaded machine that can come
+    before the queue is empty, so check its census."""
     interval = ["--commit-interval", str(commit_interval)] if commit_interval else []
-    t = time.time()
-    artemis(env, "transfer", "--source-url", src_node["core_url"], "--source-user", src_node["user"],
+    return ["transfer", "--source-url", src_node["core_url"], "--source-user", src_node["user"],
             "--source-password", src_node["password"], "--source-queue", src,
             "--target-url", dst_node["core_url"], "--target-user", dst_node["user"],
             "--target-password", dst_node["password"], "--target-queue", dst,
-            "--receive-timeout", str(receive_timeout_ms), *interval, *(["--copy"] if copy else []), "--silent",
+            "--receive-timeout", str(receive_timeout_ms), *interval, *(["--copy"] if copy else []), "--silent"]
+
+
+def peer_transfer(env, src_node, src, dst_node, dst, commit_interval=None, copy=False, receive_timeout_ms=2000,
+                  timeout=None):
+    """Runs the peer (peer_transfer_args) to its end. Returns its seconds, start to end, less its trailing receive
+    timeout; its JVM start is inside them."""
+    t = time.time()
+    artemis(env, *peer_transfer_args(src_node, src, dst_node, dst, commit_interval, copy, receive_timeout_ms),
             timeout=timeout)
     return time.time() - t - receive_timeout_ms / 1000.0
+
+
+def start_artemis(env, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, heap="512m"):
+    """The broker's `artemis` command started, not waited for (its script execs the JVM: the pid is the JVM's);
+    its JVM's -Xmx is `heap`, 512m unless said, as `artemis` runs everywhere in the benchmarks."""
+    return subprocess.Popen([os.path.join(env["ARTEMIS_HOME"], "bin", "artemis"), *args], stdout=stdout,
+                            stderr=stderr, env={**os.environ, "JAVA_ARGS": f"-Xmx{heap}"})
+
+
+JAVA_OUT = os.path.join(ROOT, "target", "bench-java")
+
+
+def build_java(env, *names):
+    """Compiles the benchmarks' Java helpers (scripts/java/<name>.java) against the distribution's client jars;
+    returns the classpath that runs them beside the test bed's own helpers (Fidelity)."""
+    os.makedirs(JAVA_OUT, exist_ok=True)
+    subprocess.run(["javac", "-nowarn", "-d", JAVA_OUT, "-cp", env["TESTBED_JAVA_CLASSPATH"],
+                    *(os.path.join(ROOT, "scripts", "java", f"{name}.java") for name in names)], check=True)
+    return f"{JAVA_OUT}:{env['TESTBED_JAVA_CLASSPATH']}"
+
+
+def add_paging_limit(n, address, max_size_bytes=1048576, page_size_bytes=262144):
+    """Address settings for `address` alone that make it page beyond `max_size_bytes` (PAGE policy); remove them
+    with remove_address_settings when done (the `#` settings are never touched)."""
+    settings = {"maxSizeBytes": max_size_bytes, "pageSizeBytes": page_size_bytes, "addressFullMessagePolicy": "PAGE"}
+    jolokia_exec(n, broker_mbean(n), "addAddressSettings(java.lang.String,java.lang.String)",
+                 [address, json.dumps(settings)])
+
+
+def remove_address_settings(n, address):
+    jolokia_exec(n, broker_mbean(n), "removeAddressSettings(java.lang.String)", [address])
 
 
 def rss_kib(pid, field="VmRSS"):
@@ -182,9 +223,10 @@ def drop_database(env, database):
                    check=True, capture_output=True)
 
 
-def start_worker(binary, penv, log_path, name="bench"):
-    """A worker with two runs at a time, as the benchmarks have always run it; its log goes to `log_path`."""
-    return subprocess.Popen([binary, "worker", "--name", name, "--concurrency", "2"], env=penv,
+def start_worker(binary, penv, log_path, name="bench", concurrency=2):
+    """A worker running up to `concurrency` jobs at once (2 unless said: as the benchmarks have always run it);
+    its log goes to `log_path`."""
+    return subprocess.Popen([binary, "worker", "--name", name, "--concurrency", str(concurrency)], env=penv,
                             stdout=subprocess.DEVNULL, stderr=open(log_path, "w"))
 
 
@@ -228,3 +270,74 @@ def run_ended_at(penv, run_id):
 
 def run_counters(penv, run_id):
     return json.loads(psql_value(penv["DATABASE_URL"], f"SELECT counters FROM transfer_run WHERE id = '{run_id}'"))
+
+
+class RssSampler:
+    """Samples a process's resident memory (/proc/<pid>/status VmRSS) every `every` seconds in a thread; `peak_kib`
+    is the highest sample, None when none was read. `hwm_kib()` is the kernel's own peak (VmHWM), readable only
+    while the process lives: read it before stopping the process."""
+
+    def __init__(self, pid, every=0.2):
+        self.pid, self.every = pid, every
+        self.peak_kib, self.samples = None, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self._done.is_set():
+            r = rss_kib(self.pid)
+            if r is not None:
+                self.peak_kib = r if self.peak_kib is None else max(self.peak_kib, r)
+            self.samples += 1
+            self._done.wait(self.every)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._done.set()
+        self._thread.join()
+
+    def hwm_kib(self):
+        return rss_kib(self.pid, "VmHWM")
+
+
+def loadavg_words():
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def machine_words():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo") as f:
+            mem = next((int(line.split()[1]) for line in f if line.startswith("MemTotal:")), None)
+    except OSError:
+        pass
+    mem_words = f"{mem / 1048576:.0f} GiB RAM" if mem else "RAM unknown"
+    return f"{os.cpu_count()} cores ({model}), {mem_words}, {platform.system()} {platform.release()}"
+
+
+def commit_words():
+    out = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def binary_words(path):
+    """Which build is under test: its path, when it was built and the start of its SHA-256 (two builds differ)."""
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    built = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
+    return f"{path} (built {built:%Y-%m-%d %H:%M} UTC, sha256 {digest}…)"
+
+
+def header_words(name):
+    """A benchmark's first line: its name, the time, the commit, the machine and its load."""
+    return (f"{name}: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC; commit {commit_words()}; "
+            f"machine {machine_words()}; load average {loadavg_words()}")
