@@ -4,7 +4,9 @@ concurrent peers: aggregate ratio >= 1.0").
 
 Each repetition first produces 2 x --runs source queues of N messages on east-1 (the peer's and ours interleaved, so
 neither group's queues are all the ones produced last, which page first), then runs the two groups one after the
-other, the peer group first in odd repetitions and ours first in even ones:
+other, the peer group first in odd repetitions and ours first in even ones, each group's queues deleted as soon as its
+census is taken (a west-1 still holding the first group's 100,000 messages pages the second's, and twice ran out of
+its 512 MiB heap: docs/BENCHMARKS.md):
 
 - the peer group: --runs `artemis transfer --commit-interval B` processes started together, each moving its own
   queue to its own queue on west-1. A process's end is when it exited less its trailing receive timeout.
@@ -48,6 +50,14 @@ def parse_args():
                     help="the peers' --receive-timeout in ms, subtracted from their ends (default 5000)")
     ap.add_argument("--run-timeout", type=float, default=1800.0, help="seconds a group may take (default 1800)")
     return ap.parse_args()
+
+
+def heap_words(n):
+    """The broker's heap in use (what the 512 MiB brokers have left is what a long benchmark runs out of)."""
+    try:
+        return f"{bl.heap_used(n) / 2**20:.0f} MiB"
+    except Exception:
+        return "unknown (no answer)"
 
 
 def queue_names(stamp, rep, side, i):
@@ -151,21 +161,28 @@ class Bench:
             load = bl.loadavg_words()
             for side in order:
                 results[side] = self.peer_group(sides[side]) if side == "peer" else self.ours_group(sides[side])
+                # Its census taken: its queues go, so the next group writes into a target that holds none of them
+                # (a west-1 full of the first group's messages pages the second's, and its 512 MiB heap ran out).
+                self.delete_queues(sides.pop(side))
         finally:
             for qs in sides.values():
-                for src, dst in qs:
-                    for n, q in ((self.east, src), (self.west, dst)):
-                        try:
-                            bl.delete_queue(n, q)
-                        except Exception as e:  # never created; the next repetition uses new names
-                            print(f"  could not delete {q}: {e}", flush=True)
+                self.delete_queues(qs)
         counted = results["peer"]["ok"] and results["ours"]["ok"]
         ratio = results["ours"]["rate"] / results["peer"]["rate"] if counted else None
         print(f"rep {rep}/{a.reps} ({order[0]} first; {2 * a.runs} queues produced in {produced:.1f} s, {paging} of "
-              f"them paging; load {load} -> {bl.loadavg_words()}):\n  {results['peer']['words']}\n  "
+              f"them paging; load {load} -> {bl.loadavg_words()}; heap in use after the queues were deleted: "
+              f"{heap_words(self.east)} east-1, {heap_words(self.west)} west-1):\n  {results['peer']['words']}\n  "
               f"{results['ours']['words']}\n  " + (f"ours/peer aggregate speed {ratio:.2f}" if counted else
                                                    "NOT COUNTED"), flush=True)
         return ratio
+
+    def delete_queues(self, queues):
+        for src, dst in queues:
+            for n, q in ((self.east, src), (self.west, dst)):
+                try:
+                    bl.delete_queue(n, q)
+                except Exception as e:  # never created; the next repetition uses new names
+                    print(f"  could not delete {q}: {e}", flush=True)
 
     def close(self):
         bl.drop_database(self.env, self.database)

@@ -139,11 +139,11 @@ def peer_side(args, env, classpath, east, west, tag, body_path, size, sha):
             tail = [line.rstrip() for line in f if line.strip() and not line.lstrip().startswith(("at ", "..."))][-8:]
         ok = ok and code == 0
         print(f"peer move: produced in {produced:.1f} s; artemis transfer exit {code} in {secs:.1f} s "
-              f"({mb_s(size, secs) if code == 0 else 0:.1f} MB/s); JVM RSS peak {kib_words(rss.peak_kib)} (sampled, "
+              f"({mb_s(size, secs) if code == 0 else 0:.1f} MB/s); JVM RSS peak {kib_words(rss.peak)} (sampled, "
               f"-Xmx{args.peer_heap}); {words}", flush=True)
         if code != 0 or not ok:
             print("peer output, last lines:\n  " + "\n  ".join(tail or ["(none)"]), flush=True)
-        return {"ok": ok, "secs": secs, "rss_kib": rss.peak_kib}
+        return {"ok": ok, "secs": secs, "rss_kib": rss.peak}
     finally:
         delete_queues(east, west, src, dst)
 
@@ -173,7 +173,7 @@ def ours_side(args, env, classpath, east, west, penv, run, tag, body_path, size,
         ok = ok and state == "succeeded"
         timing = f"{secs:.1f} s ({mb_s(size, secs):.1f} MB/s)" if secs else "no end time"
         print(f"ours {mode}: produced in {produced:.1f} s; run {state or 'not ended'} in {timing}; worker RSS peak "
-              f"{kib_words(hwm)} (VmHWM), sampled max {kib_words(rss.peak_kib)} ({rss.samples} samples); {words}",
+              f"{kib_words(hwm)} (VmHWM), sampled max {kib_words(rss.peak)} ({rss.samples} samples); {words}",
               flush=True)
         return {"ok": ok, "secs": secs, "rss_kib": hwm}
     finally:

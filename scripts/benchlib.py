@@ -272,22 +272,29 @@ def run_counters(penv, run_id):
     return json.loads(psql_value(penv["DATABASE_URL"], f"SELECT counters FROM transfer_run WHERE id = '{run_id}'"))
 
 
-class RssSampler:
-    """Samples a process's resident memory (/proc/<pid>/status VmRSS) every `every` seconds in a thread; `peak_kib`
-    is the highest sample, None when none was read. `hwm_kib()` is the kernel's own peak (VmHWM), readable only
-    while the process lives: read it before stopping the process."""
+class PeakSampler:
+    """Calls `read` every `every` seconds in a thread and keeps the highest value: `peak` (None when no read gave
+    one), `samples` (reads made), `misses` (reads that gave None or failed: the thing did not answer) and `silent`
+    (the misses since the last answer)."""
 
-    def __init__(self, pid, every=0.2):
-        self.pid, self.every = pid, every
-        self.peak_kib, self.samples = None, 0
+    def __init__(self, read, every=0.2):
+        self.read, self.every = read, every
+        self.peak, self.samples, self.misses, self.silent = None, 0, 0, 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self):
         while not self._done.is_set():
-            r = rss_kib(self.pid)
-            if r is not None:
-                self.peak_kib = r if self.peak_kib is None else max(self.peak_kib, r)
+            try:
+                v = self.read()
+            except Exception:
+                v = None
+            if v is None:
+                self.misses += 1
+                self.silent += 1
+            else:
+                self.silent = 0
+                self.peak = v if self.peak is None else max(self.peak, v)
             self.samples += 1
             self._done.wait(self.every)
 
@@ -299,8 +306,24 @@ class RssSampler:
         self._done.set()
         self._thread.join()
 
+
+class RssSampler(PeakSampler):
+    """A process's resident memory (/proc/<pid>/status VmRSS, KiB) sampled every `every` seconds; `peak` is the
+    highest sample. `hwm_kib()` is the kernel's own peak (VmHWM), readable only while the process lives: read it
+    before stopping the process."""
+
+    def __init__(self, pid, every=0.2):
+        super().__init__(lambda: rss_kib(pid), every)
+        self.pid = pid
+
     def hwm_kib(self):
         return rss_kib(self.pid, "VmHWM")
+
+
+def heap_used(n):
+    """The broker's JVM heap in use, in bytes (Jolokia java.lang:type=Memory)."""
+    return _jolokia(n, {"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage"},
+                    5)["value"]["used"]
 
 
 def loadavg_words():
