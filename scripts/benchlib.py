@@ -274,12 +274,13 @@ def run_counters(penv, run_id):
 
 class PeakSampler:
     """Calls `read` every `every` seconds in a thread and keeps the highest value: `peak` (None when no read gave
-    one), `samples` (reads made), `misses` (reads that gave None or failed: the thing did not answer) and `silent`
-    (the misses since the last answer)."""
+    one), `samples` (reads made) and `misses` (reads that gave None or failed: the thing did not answer);
+    `silent_secs()` is how long it has gone without an answer (a read that times out takes longer than `every`)."""
 
     def __init__(self, read, every=0.2):
         self.read, self.every = read, every
-        self.peak, self.samples, self.misses, self.silent = None, 0, 0, 0
+        self.peak, self.samples, self.misses = None, 0, 0
+        self._answered = time.time()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -291,9 +292,8 @@ class PeakSampler:
                 v = None
             if v is None:
                 self.misses += 1
-                self.silent += 1
             else:
-                self.silent = 0
+                self._answered = time.time()
                 self.peak = v if self.peak is None else max(self.peak, v)
             self.samples += 1
             self._done.wait(self.every)
@@ -305,6 +305,9 @@ class PeakSampler:
     def stop(self):
         self._done.set()
         self._thread.join()
+
+    def silent_secs(self):
+        return time.time() - self._answered
 
 
 class RssSampler(PeakSampler):
