@@ -36,6 +36,7 @@ pub mod redact;
 pub mod request;
 mod request_id;
 mod runs;
+pub(crate) use runs::{follow as follow_run, last_event_id};
 mod settings;
 mod store;
 pub mod tls;

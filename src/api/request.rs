@@ -76,8 +76,8 @@ pub async fn around(request: Request, next: Next) -> Response {
 /// answered 503 `request-timeout`, and its handler is dropped (its open transaction, if any, rolls back). Inside
 /// the idempotency layer so a timed-out request frees its key (a 5xx is not kept) instead of holding it "in
 /// progress" for a day; inside [`around`], so the answer carries the request's id like every other. The time is
-/// until the answer's head: a body is already made, but an event stream's (`GET /api/v1/runs/{run}/events`)
-/// follows its run for as long as it lasts, so a stream is never timed, not even for its head.
+/// until the answer's head: a body is already made, but an event stream's (`GET /api/v1/runs/{run}/events`, and the
+/// console's `GET /console/runs/{run}/events`) follows its run for as long as it lasts, so a stream is never timed, not even for its head.
 pub async fn deadline(State(state): State<super::ApiState>, request: Request, next: Next) -> Response {
     if is_event_stream(request.method(), request.uri().path()) {
         return next.run(request).await;
@@ -115,7 +115,9 @@ async fn within(limit: Duration, answer: impl std::future::Future<Output = Respo
 /// Whether `method path` follows a run's events: `GET /api/v1/runs/{run}/events`.
 fn is_event_stream(method: &Method, path: &str) -> bool {
     let segments: Vec<&str> = path.split('/').collect();
-    method == Method::GET && matches!(segments.as_slice(), ["", "api", "v1", "runs", run, "events"] if !run.is_empty())
+    method == Method::GET
+        && matches!(segments.as_slice(),
+            ["", "api", "v1", "runs", run, "events"] | ["", "console", "runs", run, "events"] if !run.is_empty())
 }
 
 /// `response` as a problem document when it is a refusal that is not one yet (no body, or plain text): the
@@ -233,12 +235,15 @@ mod tests {
     #[test]
     fn only_a_runs_event_stream_is_one() {
         assert!(is_event_stream(&Method::GET, "/api/v1/runs/x/events"));
+        assert!(is_event_stream(&Method::GET, "/console/runs/x/events"));
         for (method, path) in [
             (Method::POST, "/api/v1/runs/x/events"),
             (Method::GET, "/api/v1/runs//events"),
             (Method::GET, "/api/v1/runs/x/events/y"),
             (Method::GET, "/api/v1/runs/x"),
             (Method::GET, "/api/v2/runs/x/events"),
+            (Method::POST, "/console/runs/x/events"),
+            (Method::GET, "/console/runs/x"),
         ] {
             assert!(!is_event_stream(&method, path), "{method} {path}");
         }

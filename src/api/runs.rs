@@ -625,9 +625,19 @@ pub async fn events(
         return Err(ApiError::bad_request("invalid-request", "after must be an event id (0 or more)"));
     }
     let from_header = last_event_id(&headers)?;
+    follow(state, caller, run, q.after.or(from_header).unwrap_or(0)).await
+}
+
+/// `caller`'s stream of `run` from after the event id `after`, for the API's stream and the console's: 404 for a
+/// run the caller may not see, 429 when the caller holds as many streams as it may. It joins the run's shared feed.
+pub(crate) async fn follow(
+    state: ApiState,
+    caller: Caller,
+    run: Uuid,
+    after: i64,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     require_visible(&state, run, &caller).await?;
     let slot = open_stream_slot(&state, &caller)?;
-    let after = q.after.or(from_header).unwrap_or(0);
     let shown = Redactor::load(&state.pool).await?;
     let follower = feed::follow(&state, run, &caller.operator);
     let cursor = Cursor {
@@ -693,7 +703,7 @@ fn open_stream_slot(state: &ApiState, caller: &Caller) -> Result<super::limit::S
 
 /// The event id a reconnecting client last saw: one `Last-Event-ID` header holding a number. Anything else is
 /// refused, because taking it as "none" would replay the whole log to a client that has most of it.
-fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<i64>, ApiError> {
     let Some(value) = single_header(headers, "last-event-id")? else { return Ok(None) };
     let id = value.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok()).filter(|id| *id >= 0);
     id.map(Some).ok_or_else(|| {

@@ -4,7 +4,7 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use chrono::{DateTime, Utc};
@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::chart::{self, RateChart};
 use super::session::Session;
 use super::{assets, html, ConsoleError, ConsoleState};
+use crate::api::auth::Caller;
 use crate::api::redact::Redactor;
 use crate::api::ApiError;
 use crate::jobs::store::record::{self, AuditRow};
@@ -21,6 +22,7 @@ use crate::jobs::RunState;
 use crate::registry::store::{self as registry, EndpointRole};
 use crate::transfer::actions::{self, RunAction, RETURN_WARNING};
 use crate::transfer::plan::{redistributes, QueueRef};
+use crate::transfer::store::view::latest_event_id;
 use crate::transfer::view::{self, LinesQuery, RunRecord, RunView};
 
 /// How many runs a page of Transfers lists.
@@ -444,6 +446,25 @@ pub async fn run(
     let run = visible_run(&state, &session, &run).await?;
     let notice = done_words(&q.done).map(str::to_string);
     run_page(&state, &session, run, notice, None).await.map(|page| html(page.render()))
+}
+
+/// `GET /console/runs/{run}/events`: the run's event stream over the session, for the run page's live numbers —
+/// the API's stream (`GET /api/v1/runs/{run}/events`), fed by the same shared poll of the run and counted against
+/// the same cap of open streams per service and operator. It begins after the newest event, since the page shows
+/// those, unless the browser resumes by `Last-Event-ID`. An invisible run is a 404, as its page is.
+pub async fn run_events(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Path(run): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ConsoleError> {
+    let run = visible_run(&state, &session, &run).await?;
+    let after = match crate::api::last_event_id(&headers)? {
+        Some(resumed) => resumed,
+        None => latest_event_id(&state.api.pool, run).await?,
+    };
+    let caller = Caller { service: session.service, operator: session.operator };
+    Ok(crate::api::follow_run(state.api, caller, run, after).await?.into_response())
 }
 
 /// What an action did, in words, for the page it redirects to.

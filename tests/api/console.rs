@@ -927,3 +927,67 @@ async fn a_runs_actions_are_what_its_state_and_the_callers_grants_allow_as_the_c
     }
     assert!(!page.body.contains(&format!("/console/runs/{stopped}/stop\"")), "{}", page.body);
 }
+
+/// A GET of `path` with the session `cookie` whose answer is kept open: its status, its content type, and its body
+/// (an event stream's, read a frame at a time).
+async fn open_stream(app: &axum::Router, path: &str, cookie: Option<&str>) -> (StatusCode, String, Body) {
+    let response = app.clone().oneshot(get(path, cookie)).await.unwrap();
+    let status = response.status();
+    let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    (status, content_type.to_string(), response.into_body())
+}
+
+/// The text a stream sends until it has sent an event named `name` (or ten seconds pass: a failure).
+async fn until_event(body: &mut axum::body::BodyDataStream, name: &str) -> String {
+    use futures_util::StreamExt as _;
+    let mut seen = String::new();
+    let wanted = format!("event: {name}\n");
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !seen.contains(&wanted) {
+            let chunk = body.next().await.expect("the stream goes on").unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {name} event within 10 s; the stream sent: {seen}"));
+    seen
+}
+
+/// The run page's live numbers come from the run's event stream over the session (issue 30, "Light"): the console's
+/// stream answers a signed-in operator who may see the run with the run's progress at once, is not found for one who
+/// may not (as the page is), sends someone with no session to sign in, and counts against the same cap of open
+/// streams as the API's stream of the same service and operator.
+#[tokio::test]
+async fn the_run_pages_event_stream_is_the_sessions_and_counts_against_the_callers_cap() {
+    let (world, app, run, cookie, _) = signed_in_beside_a_running_run("console_stream", ADMIN).await;
+    let path = format!("/console/runs/{run}/events");
+    let page = send(&app, get(&format!("/console/runs/{run}"), Some(&cookie))).await;
+    assert!(page.body.contains(&format!("data-events=\"{path}\"")), "the page names its stream: {}", page.body);
+
+    let (status, content_type, body) = open_stream(&app, &path, Some(&cookie)).await;
+    assert_eq!((status, content_type.as_str()), (StatusCode::OK, "text/event-stream"));
+    let mut first = body.into_data_stream();
+    let sent = until_event(&mut first, "progress").await;
+    assert!(sent.contains("\"state\":\"running\"") && sent.contains("\"counters\""), "{sent}");
+    assert!(!sent.contains("id: "), "it begins after the events the page already shows: {sent}");
+
+    let (status, _, _) = open_stream(&app, &path, None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "no session: sent to sign in, no stream");
+    let (east_only, _) = sign_in(&app, EAST_ONLY).await;
+    let invisible = send(&app, get(&path, Some(&east_only))).await;
+    assert_eq!(invisible.status, StatusCode::NOT_FOUND, "{}", invisible.body);
+    assert_eq!(invisible.body, send(&app, get(&format!("/console/runs/{run}"), Some(&east_only))).await.body);
+
+    // The console's streams and the API's, of one service and operator, share one cap.
+    let mut held = vec![first];
+    let api_stream = app.clone().oneshot(bearer_get(&format!("/api/v1/runs/{run}/events"), ADMIN)).await.unwrap();
+    assert_eq!(api_stream.status(), StatusCode::OK);
+    for _ in 2..world.api.limits.streams.per_caller() {
+        let (status, _, body) = open_stream(&app, &path, Some(&cookie)).await;
+        assert_eq!(status, StatusCode::OK);
+        held.push(body.into_data_stream());
+    }
+    let refused = send(&app, get(&path, Some(&cookie))).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS, "{}", refused.body);
+    assert!(refused.body.contains("event streams open"), "{}", refused.body);
+}

@@ -214,6 +214,13 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     assert_eq!(text(&client, "[data-step=\"Delivered\"]").await, "100");
     assert!(text(&client, "#main").await.contains("Stop lets the batch in flight finish"));
     client.execute("window.notReloaded = true;", vec![]).await.unwrap();
+    // The page follows the run's event stream over its session (not a re-fetch every few seconds).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let by_stream = "return document.documentElement.getAttribute('data-live-by') === 'stream';";
+    while client.execute(by_stream, vec![]).await.unwrap() != json!(true) {
+        assert!(Instant::now() < deadline, "the run page did not open its event stream within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Two batches a second apart: the rate chart has its two samples.
     world.deliver(run, 250).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -473,6 +480,13 @@ async fn an_operator_moves_a_filters_selection_copies_a_queue_and_returns_a_stop
     assert!(text(client, "#main").await.contains("3 message(s): the messages the filter matches"));
     acknowledge_arm_and_execute(client, source).await;
     client.execute("window.notReloaded = true;", vec![]).await.unwrap();
+    // The page follows the run's event stream over its session (not a re-fetch every few seconds).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let by_stream = "return document.documentElement.getAttribute('data-live-by') === 'stream';";
+    while client.execute(by_stream, vec![]).await.unwrap() != json!(true) {
+        assert!(Instant::now() < deadline, "the run page did not open its event stream within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
     let same_page = client.execute("return window.notReloaded === true;", vec![]).await.unwrap();
     assert_eq!(same_page, json!(true), "the run's page followed it in place, without a reload");

@@ -1,12 +1,14 @@
 // The operator console's one script (ADR 0014). Every page works without it; with it, the parts of a page marked
-// data-live are fetched again every few seconds and swapped in place — the run's counters, the Transfers list — so
-// an operator watches a run without reloading. It pauses while the tab is hidden and resumes when it is shown.
+// data-live are fetched again and swapped in place — the run's counters when its event stream says they changed,
+// the Transfers list every few seconds — so an operator watches a run without reloading. It pauses while the tab
+// is hidden and resumes when it is shown.
 // Forms are never swapped, so nothing typed is lost. No inline script, no eval: the CSP allows neither.
 "use strict";
 (function () {
   var EVERY_MS = 3000;
   var timer = null;
   var busy = false;
+  var again = false;
 
   function live() {
     return document.querySelectorAll("[data-live][id]");
@@ -34,10 +36,16 @@
   }
 
   function refresh() {
-    if (busy || document.hidden || live().length === 0) {
+    if (document.hidden || live().length === 0) {
+      return;
+    }
+    if (busy) {
+      // A change told while the page was being asked for: asked again once that answer is in, so it is not lost.
+      again = true;
       return;
     }
     busy = true;
+    again = false;
     var ids = Array.prototype.map.call(live(), function (element) {
       return element.id;
     });
@@ -51,20 +59,99 @@
       })
       .then(function () {
         busy = false;
+        if (again) {
+          refresh();
+        }
       });
   }
 
-  function start() {
+  // The run page's live part names its run's event stream (data-events): while the tab is shown, the page follows
+  // it and asks for its live part again only when the run's numbers changed (a `progress` event), instead of every
+  // few seconds. The numbers are drawn by the server, so their words are those of the page without script. When
+  // the stream cannot be had (no EventSource, refused, the connection closed for good) or the run is not yet
+  // executed, the page goes back to asking every few seconds.
+  var streamUrl = null;
+  var source = null;
+  var polling = true;
+  var withEvents = document.querySelector("[data-live][data-events]");
+  if (withEvents && typeof window.EventSource === "function") {
+    streamUrl = withEvents.getAttribute("data-events");
+    polling = false;
+  }
+
+  function startPolling() {
     if (timer === null) {
       timer = window.setInterval(refresh, EVERY_MS);
     }
   }
 
-  function stop() {
+  function stopPolling() {
     if (timer !== null) {
       window.clearInterval(timer);
       timer = null;
     }
+  }
+
+  function closeStream() {
+    if (source !== null) {
+      source.close();
+      source = null;
+    }
+  }
+
+  // How the live parts are kept fresh, for a reader of the page (and its test): "stream" or "poll".
+  function liveBy(how) {
+    document.documentElement.setAttribute("data-live-by", how);
+  }
+
+  function fallBack() {
+    closeStream();
+    polling = true;
+    liveBy("poll");
+    startPolling();
+  }
+
+  function openStream() {
+    if (source !== null) {
+      return;
+    }
+    source = new window.EventSource(streamUrl);
+    source.addEventListener("open", function () {
+      liveBy("stream");
+    });
+    source.addEventListener("progress", refresh);
+    source.addEventListener("end", function (event) {
+      closeStream();
+      refresh();
+      var ended = {};
+      try {
+        ended = JSON.parse(event.data);
+      } catch (e) {}
+      // A run not yet executed has nothing to follow yet: the page asks again until it is.
+      if (ended.state === "previewed") {
+        fallBack();
+      }
+    });
+    source.addEventListener("error", function () {
+      // EventSource reconnects by itself after a dropped connection; once it has given up (the answer was not a
+      // stream: refused, signed out, too many streams), the page asks every few seconds instead.
+      if (source !== null && source.readyState === window.EventSource.CLOSED) {
+        fallBack();
+      }
+    });
+  }
+
+  function start() {
+    if (polling) {
+      startPolling();
+    } else {
+      openStream();
+    }
+  }
+
+  function stop() {
+    stopPolling();
+    closeStream();
   }
 
   document.addEventListener("visibilitychange", function () {
