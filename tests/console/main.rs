@@ -21,6 +21,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource as _, KeyAction, KeyActions};
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
@@ -564,6 +566,141 @@ async fn an_operator_moves_a_filters_selection_copies_a_queue_and_returns_a_stop
         let _ = support::management(bed.node(node)).destroy_queue(queue).await;
     }
     eprintln!("the browser's filter, copy and return took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// The transfer dialog and a run's page by keyboard alone (issue 30: "keyboard operable, labelled controls"): every
+/// control on them has a label, and Tab, the arrows, Space and Enter reach and operate the dialog's — the mode, the
+/// target node, the typed target queue, Preview; then each acknowledgement, the typed name and Execute — with no
+/// click, to a run that moves the two messages. Transfers and Messages, whence the dialog comes, are labelled too.
+#[tokio::test]
+async fn the_dialog_is_operated_by_keyboard_alone_and_every_control_has_a_label() {
+    let Some(driver_path) = chromedriver_or_skip() else { return };
+    let started = Instant::now();
+    let live = LiveConsole::start(&driver_path, "console_keys", 2).await;
+    let LiveConsole { source, target, base, client, .. } = &live;
+    let target = format!("{target}_new");
+    // The pages the dialog is reached from are labelled too: Transfers (its filters) and Messages (its ticks).
+    assert_every_control_labelled(client).await;
+    client.goto(&format!("{base}{}", messages_path("east-1", source))).await.unwrap();
+    wait_text(client, "table.messages", "console_keys-").await;
+    assert_every_control_labelled(client).await;
+    client
+        .goto(&format!("{base}/console/transfer/new?cluster=east&node=east-1&queue={source}&take=all"))
+        .await
+        .unwrap();
+    at(client, "/console/transfer/new").await;
+    assert_every_control_labelled(client).await;
+
+    // The mode: Tab reaches the chosen one; the arrows change the choice (and back).
+    tab_to(client, "input[name=mode]:checked").await;
+    assert_eq!(focused(client, "value").await, "move");
+    press(client, &[Key::Down.into()]).await;
+    assert_eq!(focused(client, "value").await, "copy", "the arrow chose the next mode");
+    press(client, &[Key::Up.into()]).await;
+    assert_eq!(focused(client, "value").await, "move");
+    // The target node: the arrows pick west-1 in the closed list.
+    tab_to(client, "#target").await;
+    for _ in 0..5 {
+        if focused(client, "value").await == "west/west%2D1" {
+            break;
+        }
+        press(client, &[Key::Down.into()]).await;
+    }
+    assert_eq!(focused(client, "value").await, "west/west%2D1", "the arrows reach west-1");
+    // The target queue, typed; Preview by Enter.
+    tab_to(client, "#target_queue").await;
+    type_keys(client, &target).await;
+    tab_to(client, "form.dialog button[type=submit]").await;
+    press(client, &[Key::Enter.into()]).await;
+    wait_text(client, "h1", "Preview of a move").await;
+    assert_every_control_labelled(client).await;
+
+    // Each acknowledgement ticked by Space, the name typed, Execute by Enter.
+    let acks = client.find_all(Locator::Css("input[name=ack]")).await.unwrap().len();
+    assert!(acks > 0, "a new target queue is a finding to acknowledge");
+    for _ in 0..acks {
+        tab_to(client, "input[name=ack]:not(:checked)").await;
+        press(client, &[' ']).await;
+    }
+    if client.find(Locator::Id("confirm")).await.is_ok() {
+        tab_to(client, "#confirm").await;
+        type_keys(client, source).await;
+    }
+    if client.find(Locator::Css("input[name=override_cap]")).await.is_ok() {
+        tab_to(client, "input[name=override_cap]").await;
+        press(client, &[' ']).await;
+    }
+    tab_to(client, "form.dialog button.danger").await;
+    press(client, &[Key::Enter.into()]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !client.current_url().await.unwrap().path().starts_with("/console/runs/") {
+        assert!(Instant::now() < deadline, "{}", client.source().await.unwrap_or_default());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_for_state(client, "Succeeded", Duration::from_secs(60)).await;
+    assert_eq!(delivered(client).await, 2);
+    assert_every_control_labelled(client).await;
+
+    assert_a_quiet_browser_log(client).await;
+    client.clone().close().await.unwrap();
+    let bed = testbed::TestBed::get();
+    for (node, queue) in [("east-1", source), ("west-1", &live.target), ("west-1", &target)] {
+        let _ = support::management(bed.node(node)).destroy_queue(queue).await;
+    }
+    eprintln!("the keyboard's dialog took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Presses `keys` on whatever has the focus, each down then up, as a keyboard does: no element named, no mouse.
+async fn press(client: &Client, keys: &[char]) {
+    let mut actions = KeyActions::new("keyboard".to_string());
+    for key in keys {
+        actions = actions.then(KeyAction::Down { value: *key }).then(KeyAction::Up { value: *key });
+    }
+    client.perform_actions(actions).await.unwrap();
+}
+
+/// Types `text` into whatever has the focus.
+async fn type_keys(client: &Client, text: &str) {
+    press(client, &text.chars().collect::<Vec<_>>()).await;
+}
+
+/// The property `name` of the element that has the focus.
+async fn focused(client: &Client, name: &str) -> String {
+    let value = client.execute("return String(document.activeElement[arguments[0]]);", vec![json!(name)]).await;
+    value.unwrap().as_str().unwrap_or_default().to_string()
+}
+
+/// Presses Tab until the focus is on an element `css` selects: the keyboard reaches it (30 presses at most).
+async fn tab_to(client: &Client, css: &str) {
+    let mut passed = Vec::new();
+    for _ in 0..30 {
+        press(client, &[Key::Tab.into()]).await;
+        let here = client.execute("return document.activeElement.matches(arguments[0]);", vec![json!(css)]).await;
+        if here.unwrap() == json!(true) {
+            return;
+        }
+        passed.push(focused(client, "outerHTML").await.chars().take(80).collect::<String>());
+    }
+    panic!("Tab never reached {css}; it went through: {passed:#?}");
+}
+
+/// Every form control of the page has a label: a `<label>` (for it, or around it) or an `aria-label` or
+/// `aria-labelledby`; a button its words.
+async fn assert_every_control_labelled(client: &Client) {
+    let unlabelled = client
+        .execute(
+            "return Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
+               .filter(function (c) {
+                 if (c.getAttribute('aria-label') || c.getAttribute('aria-labelledby')) { return false; }
+                 if (c.tagName === 'BUTTON') { return c.textContent.trim() === ''; }
+                 return !c.labels || c.labels.length === 0;
+               })
+               .map(function (c) { return c.outerHTML; });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(unlabelled, json!([]), "controls without a label on {}", client.current_url().await.unwrap());
 }
 
 /// A console with a live worker, in a browser signed in as the admin: a queue on east-1 holding `count` text
