@@ -217,12 +217,7 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     assert!(text(&client, "#main").await.contains("Stop lets the batch in flight finish"));
     client.execute("window.notReloaded = true;", vec![]).await.unwrap();
     // The page follows the run's event stream over its session (not a re-fetch every few seconds).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let by_stream = "return document.documentElement.getAttribute('data-live-by') === 'stream';";
-    while client.execute(by_stream, vec![]).await.unwrap() != json!(true) {
-        assert!(Instant::now() < deadline, "the run page did not open its event stream within 10 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_live_by(&client, "stream").await;
     // Two batches a second apart: the rate chart has its two samples.
     world.deliver(run, 250).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -264,6 +259,59 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     assert_a_quiet_browser_log(&client).await;
     client.close().await.unwrap();
     eprintln!("the browser test took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Waits (10 s at most) for the page's script to say it keeps the live parts fresh `how`: "stream" or "poll".
+async fn wait_live_by(client: &Client, how: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let by = "return document.documentElement.getAttribute('data-live-by');";
+    while client.execute(by, vec![]).await.unwrap() != json!(how) {
+        assert!(Instant::now() < deadline, "the page's live parts are not kept fresh by {how} within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// When the run's event stream cannot be had — here the operator holds as many streams as they may, so the console's
+/// is refused 429 — the run page falls back to asking for its live part every few seconds, and its numbers still
+/// change without a reload.
+#[tokio::test]
+async fn without_its_event_stream_the_run_page_still_moves_by_asking_again() {
+    use tower::ServiceExt as _;
+    let Some(driver_path) = chromedriver_or_skip() else { return };
+    let world = ConsoleWorld::new("console_fallback").await;
+    let run = world.run("running", "orders", 1000, 100).await;
+    let base = serve(&world).await;
+    let app = world.app();
+    let mut held = Vec::new();
+    for _ in 0..world.api.limits.streams.per_caller() {
+        let request = axum::http::Request::get(format!("/api/v1/runs/{run}/events"))
+            .header(axum::http::header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header("x-operator", ADMIN)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let stream = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(stream.status(), axum::http::StatusCode::OK);
+        held.push(stream);
+    }
+    let driver = Driver::start(&driver_path).await;
+    let client = browser(&driver).await;
+    sign_in_as(&client, &base, ADMIN).await;
+    client.goto(&format!("{base}/console/runs/{run}")).await.unwrap();
+    at(&client, &format!("/console/runs/{run}")).await;
+    wait_live_by(&client, "poll").await;
+    client.execute("window.notReloaded = true;", vec![]).await.unwrap();
+    world.deliver(run, 400).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while text(&client, "[data-step=\"Delivered\"]").await != "400" {
+        assert!(Instant::now() < deadline, "the delivered count did not change within 20 s");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let same_page = client.execute("return window.notReloaded === true;", vec![]).await.unwrap();
+    assert_eq!(same_page, json!(true), "the numbers changed in place: the page was not reloaded");
+    // The refused stream is the one thing the browser may log.
+    assert_a_quiet_browser_log_but(&client, &["429", "text/event-stream"]).await;
+    client.close().await.unwrap();
+    drop(held);
 }
 
 /// Nothing went wrong in the browser: no error, no CSP violation (`allowed`: messages expected of the test, such
