@@ -245,6 +245,8 @@ async fn an_operator_signs_in_opens_a_run_and_watches_it_move_without_a_reload()
     click(&client, "form[action$=\"/stop\"] button[type=submit]").await;
     wait_text(&client, "p.notice", "Stop asked").await;
     wait_text(&client, "#state", "Stopped").await;
+    // A stopped run's stream has ended; the page asks again every few seconds, so a resume by another hand shows.
+    wait_live_by(&client, "poll").await;
     let page = text(&client, "#main").await;
     assert!(page.contains("Messages already delivered stay on the target"), "said before typing: {page}");
     assert!(client.find(Locator::Id("confirm-return")).await.is_ok(), "the return is offered, armed by the name");

@@ -68,8 +68,8 @@
   // The run page's live part names its run's event stream (data-events): while the tab is shown, the page follows
   // it and asks for its live part again only when the run's numbers changed (a `progress` event), instead of every
   // few seconds. The numbers are drawn by the server, so their words are those of the page without script. When
-  // the stream cannot be had (no EventSource, refused, the connection closed for good) or the run is not yet
-  // executed, the page goes back to asking every few seconds.
+  // the stream cannot be had (no EventSource, refused, the connection closed for good) or has ended (the run ended
+  // or is not yet executed), the page goes back to asking every few seconds.
   var streamUrl = null;
   var source = null;
   var polling = true;
@@ -121,16 +121,19 @@
     });
     source.addEventListener("progress", refresh);
     source.addEventListener("end", function (event) {
-      closeStream();
-      refresh();
       var ended = {};
       try {
         ended = JSON.parse(event.data);
       } catch (e) {}
-      // A run not yet executed has nothing to follow yet: the page asks again until it is.
-      if (ended.state === "previewed") {
-        fallBack();
+      closeStream();
+      if (ended.state === "gone") {
+        // No longer to be seen by this operator: there is nothing more to show.
+        return;
       }
+      refresh();
+      // The stream ends with the run (or, for a run not yet executed, at once), but a stopped or previewed run can
+      // be resumed or executed by another hand: the page asks again every few seconds, as it did before streams.
+      fallBack();
     });
     source.addEventListener("error", function () {
       // EventSource reconnects by itself after a dropped connection; once it has given up (the answer was not a
