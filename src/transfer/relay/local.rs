@@ -224,7 +224,7 @@ async fn move_frozen(
     run: &mut TransferRun,
     batch: u32,
 ) -> Result<i64, RelayError> {
-    let unstamped_left = whole_queue_left(run, run.counters.delivered + run.counters.uncertain);
+    let within_count = whole_queue_left(run, run.counters.delivered + run.counters.uncertain);
     let Some(into) = destination(run).cloned() else {
         run.relay.exhausted = true;
         return Ok(0);
@@ -234,14 +234,8 @@ async fn move_frozen(
     };
     record_intent(ctx, run, RefillIntent { at: Utc::now(), count: batch, ids: None }).await?;
     let frozen = (&filter, run.plan.t0_millis);
-    let stamped_exhausted = run.relay.stamped_exhausted;
-    let moving =
-        move_frozen_selection(&node.mgmt, source, &into.queue, frozen, batch, (unstamped_left, stamped_exhausted));
-    let moved = match moving.await {
-        Ok(m) => {
-            run.relay.stamped_exhausted = m.stamped_exhausted;
-            m.moved as i64
-        }
+    let moved = match move_frozen_selection(&node.mgmt, source, &into.queue, frozen, batch, within_count).await {
+        Ok(moved) => moved as i64,
         Err(e) if e.moved_nothing() => {
             run.relay.refill = None;
             save_progress(ctx, run).await?;
@@ -257,8 +251,6 @@ async fn move_frozen(
     // nothing more matches the frozen selection (the end looks once more).
     if moved < i64::from(batch) {
         run.relay.destination_next += 1;
-        // The next destination's selection is another filter: its stamped part is looked at first again.
-        run.relay.stamped_exhausted = false;
     }
     run.relay.exhausted = destination(run).is_none();
     Ok(moved)

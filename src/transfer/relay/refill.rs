@@ -16,7 +16,7 @@ use crate::broker::jolokia::ObjectName;
 use crate::broker::node::NodeAccess;
 use crate::jobs::handler::JobContext;
 use crate::jobs::settings::Settings;
-use crate::transfer::plan::{stamped_part, unstamped_part, Selection, Selector};
+use crate::transfer::plan::{stamped_part, Selection, Selector};
 use crate::transfer::staging::{self, StagingError};
 
 /// The broker's move of more of the selection into staging, its intent recorded (fenced) before the call and
@@ -57,7 +57,7 @@ enum Wanted {
     /// The plan's ids `[from, to)` of `all`.
     Ids { ids: Vec<i64>, to: usize, all: usize },
     /// Up to `count` of the frozen selection (see [`move_frozen_selection`]).
-    Frozen { filter: Selector, t0: i64, count: u32, unstamped: (Option<u32>, bool) },
+    Frozen { filter: Selector, t0: i64, count: u32, within_count: Option<u32> },
 }
 
 /// What a refill's broker move did, to be set on the run by [`Refilled::apply`].
@@ -65,8 +65,8 @@ enum Wanted {
 pub(crate) enum Refilled {
     /// The ids moved and not moved, the plan's ids handed to the broker up to `to` of `all`.
     Ids { moved: staging::IdsMoved, to: usize, all: usize },
-    /// What the move of the frozen selection did.
-    Frozen(FrozenMoved),
+    /// How many of the frozen selection moved.
+    Frozen(u64),
 }
 
 impl Refill {
@@ -91,9 +91,8 @@ impl Refill {
                         "an id selection has no frozen filter to refill by",
                     ));
                 };
-                let unstamped_left = whole_queue_left(run, run.counters.staged);
-                let unstamped = (unstamped_left, run.relay.stamped_exhausted);
-                (Wanted::Frozen { filter, t0: run.plan.t0_millis, count, unstamped }, None)
+                let within_count = whole_queue_left(run, run.counters.staged);
+                (Wanted::Frozen { filter, t0: run.plan.t0_millis, count, within_count }, None)
             }
         };
         run.relay.refill = Some(RefillIntent { at: Utc::now(), count, ids: ids_range });
@@ -108,10 +107,10 @@ impl Refill {
                 let moved = refill_ids_chunked(source, &self.mbean, &self.staging_queue, ids, self.chunk).await?;
                 Refilled::Ids { moved, to: *to, all: *all }
             }
-            Wanted::Frozen { filter, t0, count, unstamped } => {
+            Wanted::Frozen { filter, t0, count, within_count } => {
                 let (frozen, into) = ((filter, *t0), &self.staging_queue);
                 Refilled::Frozen(
-                    move_frozen_selection(&source.mgmt, &self.mbean, into, frozen, *count, *unstamped).await?,
+                    move_frozen_selection(&source.mgmt, &self.mbean, into, frozen, *count, *within_count).await?,
                 )
             }
         };
@@ -130,9 +129,8 @@ impl Refilled {
                 run.relay.ids_next = to;
                 run.relay.exhausted = to >= all;
             }
-            Refilled::Frozen(FrozenMoved { moved, stamped_exhausted }) => {
+            Refilled::Frozen(moved) => {
                 run.counters.staged += moved as i64;
-                run.relay.stamped_exhausted = stamped_exhausted;
                 // Zero moved: nothing more on the source matches the frozen selection (what is in delivery to a
                 // consumer or scheduled is counted as not taken at the finish).
                 run.relay.exhausted = moved == 0;
@@ -154,65 +152,52 @@ pub(crate) fn whole_queue_left(run: &TransferRun, taken: i64) -> Option<u32> {
     }
 }
 
-/// What one move of a frozen selection did.
+/// Which part of a frozen selection one refill asks the broker for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FrozenMoved {
-    /// How many messages moved.
-    pub moved: u64,
-    /// A whole-queue move: the stamped part is known to be exhausted (see [`move_frozen_selection`]).
-    pub stamped_exhausted: bool,
+pub(crate) enum FrozenPart {
+    /// Up to this many of the whole frozen selection, in the broker's order: every message the source held at
+    /// `t0` matches it, so the broker's walk takes from the head and passes over nothing.
+    Whole(u32),
+    /// Up to this many of its stamped part only: a whole-queue run that has taken the count at `t0` takes no more
+    /// messages without a timestamp, but still every one stamped at or before `t0`.
+    Stamped(u32),
+}
+
+/// The part of a frozen selection a refill of `count` asks for, given what the count at `t0` still leaves a
+/// whole-queue run (`within_count`, see [`whole_queue_left`]; `None` for a filter).
+///
+/// Never a part the broker must walk the queue to find: a filtered `moveMessages` on a paging queue puts every
+/// paged message it passes over and does not take into the queue's memory (docs/broker-notes.md, ADR 0007), so
+/// asking a queue of a million messages without a timestamp for its stamped part first read the whole queue onto
+/// the source broker's heap and exhausted it. Within the count the whole selection is asked for (what the queue
+/// held at `t0` all matches, so nothing is passed over); the stamped part alone only once the count is taken, when
+/// what is left on the queue came after `t0` — the same walk any filtered run's last refill makes.
+pub(crate) fn frozen_part(count: u32, within_count: Option<u32>) -> FrozenPart {
+    match within_count {
+        None => FrozenPart::Whole(count),
+        Some(0) => FrozenPart::Stamped(count),
+        Some(left) => FrozenPart::Whole(count.min(left)),
+    }
 }
 
 /// The broker's move of up to `count` messages of a frozen selection (`frozen`: its filter and `t0`) from `source`
-/// into `into`. With `unstamped_left` (a whole-queue run, see [`whole_queue_left`]) the stamped part moves first,
-/// and messages without a timestamp only once no stamped one is left, no more than `unstamped_left` less what this
-/// call moved. The broker moves in its delivery order (priority first), so a count over the whole filter would
-/// choose which messages: a counted one left behind for one committed after the count.
-///
-/// Each call with a filter is a scan of the source from its head until it has moved what it asked for: asking for
-/// the stamped part of a queue that holds none scans it whole. So once a stamped call moves fewer than it asked
-/// (`stamped_exhausted`, kept by the caller), the unstamped part is asked for first, and the stamped part once
-/// more only when nothing without a timestamp is left — a message stamped at or before `t0` but committed late is
-/// still taken before the selection is called exhausted.
+/// into `into`, of the part [`frozen_part`] chooses: for a whole-queue run (`within_count`, see
+/// [`whole_queue_left`]) no more messages without a timestamp than the count at `t0` leaves, and every one stamped
+/// at or before `t0` however late it was committed. How many moved.
 pub(crate) async fn move_frozen_selection(
     mgmt: &BrokerManagement,
     source: &ObjectName,
     into: &str,
     frozen: (&Selector, i64),
     count: u32,
-    unstamped: (Option<u32>, bool),
-) -> Result<FrozenMoved, StagingError> {
+    within_count: Option<u32>,
+) -> Result<u64, StagingError> {
     let (filter, t0) = frozen;
-    let (unstamped_left, stamped_exhausted) = unstamped;
-    let by = |filter: String, count: u32| async move {
-        staging::refill_by_filter(mgmt, source, into, &filter, count, Some(t0)).await
+    let (part, count) = match frozen_part(count, within_count) {
+        FrozenPart::Whole(count) => (filter.to_string(), count),
+        FrozenPart::Stamped(count) => (stamped_part(filter), count),
     };
-    let Some(unstamped_left) = unstamped_left else {
-        let moved = by(filter.to_string(), count).await?;
-        return Ok(FrozenMoved { moved, stamped_exhausted });
-    };
-    if stamped_exhausted {
-        let room = count.min(unstamped_left);
-        let unstamped = if room > 0 { by(unstamped_part(filter), room).await? } else { 0 };
-        if unstamped > 0 {
-            return Ok(FrozenMoved { moved: unstamped, stamped_exhausted });
-        }
-        let late = by(stamped_part(filter), count).await?;
-        return Ok(FrozenMoved { moved: late, stamped_exhausted: late < u64::from(count) });
-    }
-    let stamped = by(stamped_part(filter), count).await?;
-    let stamped_exhausted = stamped < u64::from(count);
-    let room = u64::from(count).min(u64::from(unstamped_left)).saturating_sub(stamped);
-    if room == 0 {
-        return Ok(FrozenMoved { moved: stamped, stamped_exhausted });
-    }
-    let room = u32::try_from(room).unwrap_or(u32::MAX);
-    match by(unstamped_part(filter), room).await {
-        Ok(unstamped) => Ok(FrozenMoved { moved: stamped + unstamped, stamped_exhausted }),
-        // What the first call moved is counted; the unstamped part is asked for again next time.
-        Err(e) if stamped > 0 && e.moved_nothing() => Ok(FrozenMoved { moved: stamped, stamped_exhausted }),
-        Err(e) => Err(e),
-    }
+    staging::refill_by_filter(mgmt, source, into, &part, count, Some(t0)).await
 }
 
 /// How many ids one batched management request moves: a batch costs one permit per id, and the per-node
@@ -268,4 +253,27 @@ pub(crate) async fn settle_refill_intent(
     run.relay.ids_next = to;
     run.relay.exhausted = to >= ids.len();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{frozen_part, FrozenPart};
+
+    #[test]
+    fn a_whole_queue_run_within_its_count_asks_for_the_whole_selection_never_a_part_to_walk_for() {
+        // The first refill of a queue of a million messages without a timestamp: asking for the stamped part would
+        // walk (and depage) the whole queue to find none.
+        assert_eq!(frozen_part(200, Some(1_000_000)), FrozenPart::Whole(200));
+        assert_eq!(frozen_part(200, Some(150)), FrozenPart::Whole(150));
+    }
+
+    #[test]
+    fn a_whole_queue_run_that_took_its_count_asks_only_for_what_is_stamped_at_or_before_t0() {
+        assert_eq!(frozen_part(200, Some(0)), FrozenPart::Stamped(200));
+    }
+
+    #[test]
+    fn a_filter_asks_for_its_whole_frozen_selection() {
+        assert_eq!(frozen_part(200, None), FrozenPart::Whole(200));
+    }
 }

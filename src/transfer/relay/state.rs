@@ -26,11 +26,6 @@ pub struct RelayState {
     pub refill: Option<RefillIntent>,
     /// The source holds nothing more that matches the frozen selection.
     pub exhausted: bool,
-    /// A whole-queue move: a refill of the stamped part (timestamp at or before `t0`) moved fewer than it asked, so
-    /// the refills ask for messages without a timestamp first, and look at the stamped part again only when none of
-    /// those is left (`refill::move_frozen_selection`): a queue of unstamped messages is then moved in one scan
-    /// of it per refill, not two.
-    pub stamped_exhausted: bool,
     /// When the run began waiting for room on the target; `None` while it is not waiting.
     pub waiting_since: Option<DateTime<Utc>>,
     /// Staging was made and verified (a resumed run verifies it again).
@@ -274,7 +269,6 @@ mod tests {
             ids_next: 7,
             refill: Some(RefillIntent { at: Utc::now(), count: 400, ids: Some((0, 7)) }),
             exhausted: true,
-            stamped_exhausted: true,
             waiting_since: None,
             prepared: true,
             not_moved: vec![9],
