@@ -162,3 +162,20 @@ BEGIN
     RETURN NULL;
 END;
 $$;
+
+-- transfer_run_changed(): the trigger (migration 0018, ADR 0025) that stamps every write of a run's row with its
+-- instant (`updated_at`, what `GET /api/v1/runs?changed_after=` compares), whoever writes. First a shared advisory
+-- lock (key 1634890866, the whole second of the write since 2020-01-01 UTC), held until the transaction ends: while
+-- the write is not yet committed, a reader finds the lock (run_changes_as_of.sql) and answers an `as_of` no later
+-- than it, so the write is listed by the next poll whenever it commits. The lock is taken before the instant is
+-- read: a reader that looked before the lock was taken began before the stamp, and answers an `as_of` earlier.
+CREATE OR REPLACE FUNCTION transfer_run_changed() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1634890866,
+        floor(extract(epoch FROM clock_timestamp() - timestamptz '2020-01-01 00:00:00+00'))::integer);
+    NEW.updated_at := clock_timestamp();
+    RETURN NEW;
+END;
+$$;

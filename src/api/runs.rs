@@ -66,6 +66,10 @@ pub struct ListQuery {
     pub since: Option<DateTime<Utc>>,
     /// Only runs made before this instant (RFC 3339).
     pub until: Option<DateTime<Utc>>,
+    /// Only runs whose row changed (state, counters, anything) strictly after this instant (RFC 3339, a `+` of an
+    /// offset written `%2B`): the `as_of` of an earlier answer, for a client that polls the list.
+    #[param(value_type = Option<DateTime<Utc>>)]
+    pub changed_after: Option<String>,
     /// The next page: the `next` of the previous answer, as it was given (opaque).
     pub cursor: Option<String>,
 }
@@ -78,34 +82,81 @@ pub struct Runs {
     /// The `cursor` of the next page, with the same filters; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+    /// The instant, on the database's clock, this listing is complete up to: asked again with it as
+    /// `changed_after`, the list holds every run that changed after it, even by a transaction that commits later.
+    /// The same on every page of one listing (its first page's).
+    pub as_of: DateTime<Utc>,
 }
 
-/// The cursor of the page after `last`: where it stands in the list's order (made at, then id), opaque to callers.
-pub(crate) fn cursor_after(last: &RunRecord) -> String {
-    let key = format!("{}.{}", last.created_at.timestamp_micros(), last.id.simple());
+/// Where a page of the list begins: after the run made at, and with the id of, the previous page's last; and the
+/// listing's `as_of`, so every page answers its first page's (a client may pass any page's as `changed_after`).
+pub(crate) struct PageCursor {
+    /// The keyset: (made at, id) of the previous page's last run.
+    pub after: (DateTime<Utc>, Uuid),
+    /// The first page's `as_of`; `None` in a cursor of the console's pages, which do not carry one.
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+/// The cursor of the page after `last` of a listing as of `as_of`: where it stands in the list's order (made at,
+/// then id), opaque to callers.
+pub(crate) fn cursor_after(last: &RunRecord, as_of: Option<DateTime<Utc>>) -> String {
+    let mut key = format!("{}.{}", last.created_at.timestamp_micros(), last.id.simple());
+    if let Some(at) = as_of {
+        key.push_str(&format!(".{}", at.timestamp_micros()));
+    }
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key)
+}
+
+/// The page a cursor of [`cursor_after`] stands for; a 400 for any other text.
+pub(crate) fn page_of(cursor: &str) -> Result<PageCursor, ApiError> {
+    let not_ours = || ApiError::bad_request("invalid-request", "the cursor is not one this service gave (use `next`)");
+    let instant = |micros: &str| micros.parse().ok().and_then(DateTime::from_timestamp_micros).ok_or_else(not_ours);
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| not_ours())?;
+    let text = String::from_utf8(bytes).map_err(|_| not_ours())?;
+    let mut parts = text.split('.');
+    let (Some(micros), Some(id), as_of, None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(not_ours());
+    };
+    let after = (instant(micros)?, id.parse().map_err(|_| not_ours())?);
+    Ok(PageCursor { after, as_of: as_of.map(instant).transpose()? })
 }
 
 /// The keyset a cursor of [`cursor_after`] stands for; a 400 for any other text.
 pub(crate) fn keyset_of(cursor: &str) -> Result<(DateTime<Utc>, Uuid), ApiError> {
-    let not_ours = || ApiError::bad_request("invalid-request", "the cursor is not one this service gave (use `next`)");
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(cursor).map_err(|_| not_ours())?;
-    let text = String::from_utf8(bytes).map_err(|_| not_ours())?;
-    let (micros, id) = text.split_once('.').ok_or_else(not_ours)?;
-    let at = micros.parse().ok().and_then(DateTime::from_timestamp_micros).ok_or_else(not_ours)?;
-    Ok((at, id.parse().map_err(|_| not_ours())?))
+    page_of(cursor).map(|page| page.after)
+}
+
+/// A `changed_after`: an RFC 3339 instant, refused in words otherwise (the text is not repeated: it is the
+/// caller's).
+pub(crate) fn changed_after(text: &str) -> Result<DateTime<Utc>, ApiError> {
+    DateTime::parse_from_rfc3339(text).map(|at| at.with_timezone(&Utc)).map_err(|_| {
+        ApiError::bad_request(
+            "invalid-request",
+            "changed_after must be an instant in RFC 3339, such as 2026-12-07T13:05:00Z: the `as_of` of an earlier \
+             answer (in a query, the `+` of an offset is written %2B)",
+        )
+    })
 }
 
 /// `GET /api/v1/runs`: the newest runs the operator may see.
 #[utoipa::path(get, path = "/runs", operation_id = "listRuns", tags = ["runs"], summary = "Runs",
     description = "The newest runs the operator may see (both their clusters), newest first, a page at a time \
-        (`cursor` = the previous answer's `next`, with the same filters).",
+        (`cursor` = the previous answer's `next`, with the same filters).\n\n\
+        A cheap poll: every answer carries `as_of`, an instant on the database's clock; asked again with \
+        `changed_after` = that `as_of`, the list holds only the runs whose row changed since (state, counters, \
+        anything; `updated_at` says when), in pages as any list, with the other filters applied to the runs as they \
+        are now (a run that left a `state` filter is not listed: poll without it to see it leave). No change is \
+        missed, not even one whose transaction began before the earlier answer and committed after it: each write \
+        of a run holds a lock until it commits, and `as_of` is no later than the oldest write not yet committed \
+        (ADR 0025), so a run may be listed twice, never missed. A run removed by retention or no longer visible \
+        after a grant was withdrawn is not announced: read the whole list now and then.",
     params(ListQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "A page of runs", body = Runs),
         (status = 400, description = "A limit out of range, an unknown state, a cursor this service did not give, \
-            or an unknown query field (invalid-request)", body = Problem),
+            a `changed_after` that is not an RFC 3339 instant, or an unknown query field (invalid-request)",
+            body = Problem),
     ))]
 pub async fn list(
     State(state): State<ApiState>,
@@ -124,22 +175,30 @@ pub async fn list(
             ApiError::bad_request("invalid-request", format!("{s:?} is not a run state; states: {}", known.join(", ")))
         })?),
     };
+    let page = q.cursor.as_deref().map(page_of).transpose()?;
+    let changed_after = q.changed_after.as_deref().map(changed_after).transpose()?;
+    // Taken before the runs are read (view::changes_as_of); a later page keeps its listing's first.
+    let as_of = match page.as_ref().and_then(|p| p.as_of) {
+        Some(at) => at,
+        None => view::changes_as_of(&state.pool).await?,
+    };
     let query = LinesQuery {
         limit,
         state: state_wanted,
         visible_to: Some(caller.operator),
-        older_than: q.cursor.as_deref().map(keyset_of).transpose()?,
+        older_than: page.map(|p| p.after),
         cluster: q.cluster,
         started_by: q.operator,
         queue: None,
         since: q.since,
         until: q.until,
+        changed_after,
     };
     let runs = view::lines(&state.pool, &query).await?;
-    let next = (runs.len() as i64 == limit).then(|| runs.last().map(cursor_after)).flatten();
+    let next = (runs.len() as i64 == limit).then(|| runs.last().map(|last| cursor_after(last, Some(as_of)))).flatten();
     let shown = Redactor::load(&state.pool).await?;
     let runs = runs.into_iter().map(|r| shown.record(r)).collect();
-    Ok(Json(Runs { runs, next }))
+    Ok(Json(Runs { runs, next, as_of }))
 }
 
 /// `GET /api/v1/runs/{run}`: the run's view (docs/guarantees.md) — pipeline, rate, ETA, per-node outcome, events.
@@ -797,8 +856,29 @@ mod tests {
         let key = format!("{}.{}", at.timestamp_micros(), id.simple());
         let cursor = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key);
         assert_eq!(keyset_of(&cursor).unwrap(), (at, id));
-        for bad in ["", "2026-01-01", "!!!", &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("12.nope")] {
+        assert_eq!(page_of(&cursor).unwrap().as_of, None, "the console's cursors carry no as_of");
+        let as_of = DateTime::from_timestamp_micros(1_796_416_590_000_042).unwrap();
+        let encode = |text: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+        let carried =
+            page_of(&encode(&format!("{}.{}.{}", at.timestamp_micros(), id.simple(), as_of.timestamp_micros())));
+        let carried = carried.unwrap();
+        assert_eq!((carried.after, carried.as_of), ((at, id), Some(as_of)));
+        let (garbled, too_long) =
+            (encode(&format!("12.{}.x", id.simple())), encode(&format!("12.{}.1.2", id.simple())));
+        for bad in ["", "2026-01-01", "!!!", &encode("12.nope"), &garbled, &too_long] {
             assert_eq!(keyset_of(bad).unwrap_err().slug, "invalid-request", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn changed_after_is_an_rfc_3339_instant_refused_in_words_otherwise() {
+        let at = changed_after("2026-12-07T13:05:00.123456+01:00").unwrap();
+        assert_eq!(at, DateTime::parse_from_rfc3339("2026-12-07T12:05:00.123456Z").unwrap());
+        // An offset's `+` sent unencoded arrives as a space: refused, saying how to write it.
+        for bad in ["", "yesterday", "2026-12-07", "2026-12-07T13:05:00 01:00", "1796416586"] {
+            let e = changed_after(bad).unwrap_err();
+            assert_eq!((e.status, e.slug), (StatusCode::BAD_REQUEST, "invalid-request"), "{bad:?}");
+            assert!(e.message.contains("RFC 3339") && e.message.contains("%2B"), "{}", e.message);
         }
     }
 }

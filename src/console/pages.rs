@@ -252,6 +252,7 @@ pub async fn transfers(
         queue: some(&filter.queue).map(str::to_string),
         since: None,
         until: None,
+        changed_after: None,
     };
     let records = view::lines(&state.api.pool, &query).await?;
     let next = (records.len() as i64 == PAGE_SIZE).then(|| records.last().map(|r| next_href(&filter, r))).flatten();
@@ -286,7 +287,7 @@ fn next_href(filter: &TransfersQuery, last: &RunRecord) -> String {
         ("queue", filter.queue.as_str()),
     ];
     let mut query = form_urlencoded(&pairs);
-    query.push_str(&format!("&cursor={}", crate::api::cursor_after(last)));
+    query.push_str(&format!("&cursor={}", crate::api::cursor_after(last, None)));
     format!("/console/?{query}")
 }
 

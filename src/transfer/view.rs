@@ -409,6 +409,13 @@ pub async fn lines(pool: &PgPool, query: &LinesQuery) -> Result<Vec<RunRecord>, 
     store::run_lines(pool, query).await
 }
 
+/// The instant a list of runs read after this call is complete up to: its `as_of`, the next poll's
+/// `changed_after` (ADR 0025). Ask it before the list, never after: a write that commits between the two would
+/// otherwise be in neither.
+pub async fn changes_as_of(pool: &PgPool) -> Result<DateTime<Utc>, sqlx::Error> {
+    store::changes_as_of(pool).await
+}
+
 /// One run's record, if it exists.
 pub async fn line(pool: &PgPool, run: Uuid) -> Result<Option<RunRecord>, sqlx::Error> {
     store::run_record(pool, run).await
@@ -494,6 +501,7 @@ mod tests {
             created_at: t0,
             executed_at: Some(t0),
             ended_at: None,
+            updated_at: t0,
             staging_queue: Some("studio.transfer.x".into()),
             refused: false,
             previewed_size: None,

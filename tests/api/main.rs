@@ -874,6 +874,17 @@ async fn the_caller_sees_its_grants_and_the_audit_trails_without_the_plan_hash()
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
+/// `count` moves from `source` to `target` previewed through the API, in the order made.
+async fn previewed(api: &Api, source: &str, target: &str, count: usize) -> Vec<Uuid> {
+    let mut made = Vec::new();
+    for _ in 0..count {
+        let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(source, target)).await;
+        assert_eq!(status, StatusCode::CREATED, "{stored}");
+        made.push(stored["run_id"].as_str().unwrap().parse().unwrap());
+    }
+    made
+}
+
 /// `GET /runs` a page at a time: a cursor walks every run once, runs made in the same instant included (a cursor
 /// by time alone skipped them), and the filters hold across pages.
 #[tokio::test]
@@ -881,12 +892,7 @@ async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
     let (source, target, _) = source_and_target("api_pages", 2).await;
     let world = World::new("api_pages", &[]).await;
     let api = Api::start(&world).await;
-    let mut made = Vec::new();
-    for _ in 0..4 {
-        let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
-        assert_eq!(status, StatusCode::CREATED, "{stored}");
-        made.push(stored["run_id"].as_str().unwrap().to_string());
-    }
+    let made: Vec<String> = previewed(&api, &source, &target, 4).await.iter().map(Uuid::to_string).collect();
     // Three of the four made in one instant.
     sqlx::query("UPDATE transfer_run SET created_at = '2026-01-01T00:00:00Z' WHERE id = ANY($1::uuid[])")
         .bind(made[1..].iter().map(|id| id.parse::<Uuid>().unwrap()).collect::<Vec<_>>())
@@ -922,6 +928,97 @@ async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
     let bed = TestBed::require().await;
     let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
+/// The cheap poll of the list: `changed_after` = an earlier answer's `as_of` lists the runs changed since and no
+/// other, with the filters and by pages; a change whose transaction began before an answer and committed after it
+/// is listed by the next poll (that answer's `as_of` is held back while it is in flight); an instant that is not one
+/// is a 400 in words.
+#[tokio::test]
+async fn the_runs_changed_after_an_answer_are_listed_and_none_committing_late_is_missed() {
+    let (source, target, _) = source_and_target("api_changes", 2).await;
+    let world = World::new("api_changes", &[]).await;
+    let api = Api::start(&world).await;
+    let mut made = previewed(&api, &source, &target, 3).await;
+    let ids = |page: &Value| -> Vec<Uuid> {
+        page["runs"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().parse().unwrap()).collect()
+    };
+    let poll = |after: &Value, more: &str| format!("/api/v1/runs?changed_after={}{more}", encoded(after));
+    let (status, all) = api.get("/api/v1/runs", OPERATOR).await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    assert_eq!(ids(&all).len(), 3, "{all}");
+
+    let (_, quiet) = api.get(&poll(&all["as_of"], ""), OPERATOR).await;
+    assert_eq!(ids(&quiet), Vec::<Uuid>::new(), "nothing changed since the list was read: {quiet}");
+
+    // A write as the relay's (counters), by plain SQL: the trigger stamps whoever writes.
+    let write = "UPDATE transfer_run SET counters = counters || '{\"delivered\": 5}'::jsonb WHERE id = $1";
+    sqlx::query(write).bind(made[0]).execute(&world.pool).await.unwrap();
+    let (_, first) = api.get(&poll(&quiet["as_of"], ""), OPERATOR).await;
+    assert_eq!(ids(&first), vec![made[0]], "the run written since, and only it: {first}");
+    assert_eq!(first["runs"][0]["counters"]["delivered"], json!(5), "{first}");
+    let (_, nowhere) = api.get(&poll(&quiet["as_of"], "&cluster=nowhere"), OPERATOR).await;
+    assert_eq!(ids(&nowhere), Vec::<Uuid>::new(), "the other filters hold: {nowhere}");
+
+    // A transaction that began, and wrote, before the next answer and commits after it. A second after the other
+    // writes: an answer held back to the second of a write in flight lists again what changed within that second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut late = world.pool.begin().await.unwrap();
+    sqlx::query(write).bind(made[1]).execute(&mut *late).await.unwrap();
+    let stamped: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT updated_at FROM transfer_run WHERE id = $1")
+            .bind(made[1])
+            .fetch_one(&mut *late)
+            .await
+            .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (_, before_commit) = api.get(&poll(&first["as_of"], ""), OPERATOR).await;
+    assert_eq!(ids(&before_commit), Vec::<Uuid>::new(), "not yet committed: {before_commit}");
+    let held: chrono::DateTime<chrono::Utc> = serde_json::from_value(before_commit["as_of"].clone()).unwrap();
+    assert!(held < stamped, "the as_of ({held}) is held before the write in flight ({stamped})");
+    late.commit().await.unwrap();
+    let (_, after_commit) = api.get(&poll(&before_commit["as_of"], ""), OPERATOR).await;
+    assert_eq!(ids(&after_commit), vec![made[1]], "the late commit is listed by the next poll: {after_commit}");
+    let released: chrono::DateTime<chrono::Utc> = serde_json::from_value(after_commit["as_of"].clone()).unwrap();
+    assert!(released > stamped, "nothing in flight: the as_of is the answer's own instant again");
+
+    // Pages of changed runs: every page carries the first page's as_of, and together they hold each once.
+    for run in &made {
+        sqlx::query(write).bind(run).execute(&world.pool).await.unwrap();
+    }
+    let (mut seen, mut as_ofs) = (Vec::new(), Vec::new());
+    let mut path = poll(&after_commit["as_of"], "&limit=2");
+    loop {
+        let (status, page) = api.get(&path, OPERATOR).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        seen.extend(ids(&page));
+        as_ofs.push(page["as_of"].clone());
+        match page["next"].as_str() {
+            Some(next) => path = format!("{}&cursor={next}", poll(&after_commit["as_of"], "&limit=2")),
+            None => break,
+        }
+    }
+    seen.sort();
+    made.sort();
+    assert_eq!(seen, made, "each changed run once");
+    assert!(as_ofs.len() == 2 && as_ofs[0] == as_ofs[1], "one as_of for the listing: {as_ofs:?}");
+
+    for bad in ["yesterday", "2026-12-07", "2026-12-07T13:05:00+01:00"] {
+        let (status, answer) = api.get(&format!("/api/v1/runs?changed_after={bad}"), OPERATOR).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {answer}");
+        assert_eq!(slug(&answer), "invalid-request");
+        let words = answer["detail"].as_str().unwrap();
+        assert!(words.contains("changed_after must be an instant in RFC 3339"), "{words}");
+    }
+    let bed = TestBed::require().await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
+    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
+}
+
+/// An answer's `as_of` (a JSON string) as a query value: its `+` or `:` percent-encoded.
+fn encoded(as_of: &Value) -> String {
+    let text = as_of.as_str().unwrap_or_else(|| panic!("as_of is not a string: {as_of}"));
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// A POST sent again with its `Idempotency-Key` — a client retrying after a lost answer — gets the first answer

@@ -54,6 +54,8 @@ pub struct RunRecord {
     pub executed_at: Option<DateTime<Utc>>,
     /// When it ended.
     pub ended_at: Option<DateTime<Utc>>,
+    /// When its row last changed (state, counters, anything): what `changed_after` compares (ADR 0025).
+    pub updated_at: DateTime<Utc>,
     /// Its staging queue on the source node, once made.
     pub staging_queue: Option<String>,
     /// A Previewed run its preview refused: it can never be executed (fix what the preview lists, preview again).
@@ -86,6 +88,8 @@ pub struct LinesQuery {
     pub since: Option<DateTime<Utc>>,
     /// Only runs made before this instant.
     pub until: Option<DateTime<Utc>>,
+    /// Only runs whose row changed after this instant (`updated_at`; a list's `as_of`, [`changes_as_of`]).
+    pub changed_after: Option<DateTime<Utc>>,
 }
 
 /// `run_lines.sql`: the newest runs `query` selects, newest first.
@@ -101,8 +105,15 @@ pub async fn run_lines(db: impl PgExecutor<'_>, query: &LinesQuery) -> Result<Ve
         .bind(query.since)
         .bind(query.until)
         .bind(query.queue.as_deref())
+        .bind(query.changed_after)
         .fetch_all(db)
         .await
+}
+
+/// `run_changes_as_of.sql`: the instant a list read after this call is complete up to — every write of a run that
+/// commits after the list was read is stamped later (ADR 0025). Call it before the list, as a statement of its own.
+pub async fn changes_as_of(db: impl PgExecutor<'_>) -> Result<DateTime<Utc>, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/run_changes_as_of.sql")).fetch_one(db).await
 }
 
 /// `run_record.sql`: `None` when the run does not exist.
