@@ -56,7 +56,7 @@ pub(crate) use audit::answered as audit_row_as_answered;
 pub use auth::Caller;
 pub use error::ApiError;
 pub use queues::FilterVerdict;
-pub(crate) use runs::{cursor_after, keyset_of};
+pub(crate) use runs::{changed_after, cursor_after, keyset_of};
 pub(crate) use settings::as_words as setting_words;
 pub use tokens::{LiveTokens, ServiceTokens};
 

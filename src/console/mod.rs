@@ -5,7 +5,9 @@
 //! one stylesheet and one small script embedded in the binary under content-hashed names ([`assets`]). Every page
 //! works with JavaScript off: forms post, and each POST answers with a redirect (post/redirect/get); the script only
 //! refreshes the live parts of a page while its tab is visible — a run's page when the run's event stream over the
-//! session (`GET /console/runs/{run}/events`, the API's stream from the same shared feed) says its numbers changed.
+//! session (`GET /console/runs/{run}/events`, the API's stream from the same shared feed) says its numbers changed,
+//! and the Transfers list when the cheap poll of the runs list over the session (`GET /console/changes`) says a run
+//! changed.
 //!
 //! Sign-in exchanges an API token and an operator name for a server-side session ([`session`]) in an `HttpOnly;
 //! SameSite=Strict` cookie; the bearer API under `/api/v1` never reads a cookie. Every POST passes the origin check
@@ -115,6 +117,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/", get(pages::transfers))
         .route("/console/sign-in", get(sign_in::sign_in_page).post(sign_in::sign_in))
         .route("/console/sign-out", post(sign_in::sign_out))
+        .route("/console/changes", get(pages::changes))
         .route("/console/runs/{run}", get(pages::run))
         .route("/console/runs/{run}/events", get(pages::run_events))
         .route("/console/runs/{run}/{action}", post(pages::act))

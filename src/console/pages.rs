@@ -230,6 +230,10 @@ struct TransfersPage {
     states: Vec<StateOption>,
     lines: Vec<Summary>,
     next: Option<String>,
+    /// What the script asks every few seconds before it fetches the list again ([`changes`]).
+    changes: String,
+    /// The instant the list is complete up to (RFC 3339): the script's first `changed_after`.
+    as_of: String,
 }
 
 /// `GET /console/`: Transfers — the newest runs the operator may see, filtered, a page at a time.
@@ -254,6 +258,8 @@ pub async fn transfers(
         until: None,
         changed_after: None,
     };
+    // Before the list is read (view::changes_as_of): the list's script asks what changed after it.
+    let as_of = view::changes_as_of(&state.api.pool).await?;
     let records = view::lines(&state.api.pool, &query).await?;
     let next = (records.len() as i64 == PAGE_SIZE).then(|| records.last().map(|r| next_href(&filter, r))).flatten();
     let shown = Redactor::load(&state.api.pool).await.map_err(ApiError::from)?;
@@ -269,8 +275,61 @@ pub async fn transfers(
         .iter()
         .map(|s| StateOption { value: s.as_str(), words: StateBadge::of(*s).words, selected: Some(*s) == wanted })
         .collect();
-    let page = TransfersPage { chrome: Chrome::of(Some(&session)), filter, states, lines, next };
+    let changes = changes_href(&filter);
+    let as_of = as_of.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let page = TransfersPage { chrome: Chrome::of(Some(&session)), filter, states, lines, next, changes, as_of };
     Ok(html(page.render()))
+}
+
+/// What Transfers' script asks: whether a run it may list changed, by the filters a run cannot leave — its clusters
+/// and queues never change, while its state and operator do (a run that left the page's state must still redraw it).
+fn changes_href(filter: &TransfersQuery) -> String {
+    let pairs = [("cluster", filter.cluster.as_str()), ("queue", filter.queue.as_str())];
+    format!("/console/changes?{}", form_urlencoded(&pairs))
+}
+
+/// Query of [`changes`]: Transfers' filters a run cannot leave, and the `as_of` the page (or the last ask) gave.
+#[derive(Debug, Deserialize)]
+pub struct ChangesQuery {
+    /// The instant asked after (RFC 3339).
+    pub changed_after: String,
+    /// Runs from or to this cluster.
+    #[serde(default)]
+    pub cluster: String,
+    /// Runs from or to this queue.
+    #[serde(default)]
+    pub queue: String,
+}
+
+/// The answer of [`changes`].
+#[derive(Debug, serde::Serialize)]
+pub struct Changes {
+    /// Whether a run the operator may see (by the filters) changed after `changed_after`.
+    changed: bool,
+    /// The next `changed_after`.
+    as_of: DateTime<Utc>,
+}
+
+/// `GET /console/changes?changed_after=`: whether the Transfers list must be fetched again — the cheap poll of
+/// `GET /api/v1/runs?changed_after=` (ADR 0025) over the session, asked every few seconds by the page's script
+/// instead of the whole page. One run is enough to say yes; the page is then fetched as it is drawn.
+pub async fn changes(
+    State(state): State<ConsoleState>,
+    session: Session,
+    Query(q): Query<ChangesQuery>,
+) -> Result<axum::Json<Changes>, ConsoleError> {
+    let changed_after = crate::api::changed_after(&q.changed_after)?;
+    let query = LinesQuery {
+        limit: 1,
+        visible_to: Some(session.operator.clone()),
+        cluster: some(&q.cluster).map(str::to_string),
+        queue: some(&q.queue).map(str::to_string),
+        changed_after: Some(changed_after),
+        ..LinesQuery::default()
+    };
+    let as_of = view::changes_as_of(&state.api.pool).await?;
+    let changed = !view::lines(&state.api.pool, &query).await?.is_empty();
+    Ok(axum::Json(Changes { changed, as_of }))
 }
 
 /// `text` unless it is blank.

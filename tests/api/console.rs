@@ -991,3 +991,48 @@ async fn the_run_pages_event_stream_is_the_sessions_and_counts_against_the_calle
     assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS, "{}", refused.body);
     assert!(refused.body.contains("event streams open"), "{}", refused.body);
 }
+
+/// The value of the attribute `name` of the Transfers list (`#runs`), as the page's script reads it.
+fn list_attribute(page: &str, name: &str) -> String {
+    let list = &page[page.find("id=\"runs\"").expect("the list")..];
+    let at = list.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("no {name} on the list")) + name.len() + 2;
+    list[at..].split('"').next().unwrap().replace("&#38;", "&").replace("&amp;", "&")
+}
+
+/// Transfers' cheap poll over the session: the page names it and the instant its list is complete up to; asked
+/// from there it says no until a run the operator may see (by the page's cluster and queue) changes; an operator who
+/// may not see the run is never told; an instant that is not one is refused.
+#[tokio::test]
+async fn the_transfers_list_asks_whether_a_run_changed_before_it_is_fetched_again() {
+    let (world, app, run, cookie, _) = signed_in_beside_a_running_run("console_changes", ADMIN).await;
+    let (east_only, _) = sign_in(&app, EAST_ONLY).await;
+    let page = send(&app, get("/console/?cluster=east", Some(&cookie))).await;
+    let (changes, as_of) = (list_attribute(&page.body, "data-changes"), list_attribute(&page.body, "data-as-of"));
+    assert_eq!(changes, "/console/changes?cluster=east&queue=", "the filters a run cannot leave");
+    let ask = |path: String, cookie: String| {
+        let app = app.clone();
+        async move {
+            let answer = send(&app, get(&path, Some(&cookie))).await;
+            assert_eq!(answer.status, StatusCode::OK, "{path}: {}", answer.body);
+            serde_json::from_str::<serde_json::Value>(&answer.body).unwrap()
+        }
+    };
+    let after = |from: &str, base: &str| format!("{base}&changed_after={}", encoded(from));
+    let quiet = ask(after(&as_of, &changes), cookie.clone()).await;
+    assert_eq!(quiet["changed"], false, "{quiet}");
+
+    world.deliver(run, 20).await;
+    let told = ask(after(quiet["as_of"].as_str().unwrap(), &changes), cookie.clone()).await;
+    assert_eq!(told["changed"], true, "{told}");
+    let elsewhere =
+        ask(after(quiet["as_of"].as_str().unwrap(), "/console/changes?cluster=north"), cookie.clone()).await;
+    assert_eq!(elsewhere["changed"], false, "another cluster's list: {elsewhere}");
+    let not_theirs = ask(after(quiet["as_of"].as_str().unwrap(), "/console/changes?"), east_only).await;
+    assert_eq!(not_theirs["changed"], false, "a run the operator may not see: {not_theirs}");
+    let since_told = ask(after(told["as_of"].as_str().unwrap(), &changes), cookie.clone()).await;
+    assert_eq!(since_told["changed"], false, "nothing since: {since_told}");
+
+    let bad = send(&app, get("/console/changes?changed_after=yesterday", Some(&cookie))).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.body.contains("RFC 3339"), "{}", bad.body);
+}
