@@ -151,7 +151,7 @@ pub fn stamped_part(frozen: &Selector) -> String {
 
 /// The part of a frozen selection whose messages carry no timestamp (0, as a JMS producer with
 /// `setDisableMessageTimestamp(true)` sends): nothing tells when such a message came, so a whole-queue run takes
-/// no more of it than the count at `t0` leaves once everything stamped is taken (`relay::refill`).
+/// such messages only while what it has taken is below the count at `t0` (`relay::refill::frozen_part`).
 pub fn unstamped_part(frozen: &Selector) -> String {
     timestamp_part(frozen, CompareOp::Le)
 }
