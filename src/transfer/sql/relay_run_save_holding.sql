@@ -4,5 +4,6 @@
 UPDATE transfer_run
 SET relay = $2,
     counters = $3,
-    state = CASE WHEN state IN ('running', 'waiting', 'returning') THEN $4 ELSE state END
+    state = CASE WHEN state IN ('running', 'waiting', 'returning') THEN $4 ELSE state END,
+    updated_at = now()
 WHERE id = $1
