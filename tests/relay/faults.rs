@@ -11,6 +11,7 @@ use artemis_transfer::transfer::{actions, Selection};
 use serde_json::json;
 use sqlx::PgPool;
 use testbed::fidelity::{self, Produce};
+use testbed::jolokia::Jolokia;
 use testbed::scratch::{ScratchBroker, ScratchOptions};
 use testbed::{unique_name, Node, TestBed};
 use uuid::Uuid;
@@ -322,6 +323,70 @@ async fn a_zombie_frozen_mid_batch_changes_nothing() {
 #[tokio::test]
 async fn a_zombie_frozen_inside_its_fenced_transaction_changes_nothing() {
     zombie(Catch::InFencedTransaction).await;
+}
+
+/// A worker that lost its lease while a refill's broker move was on its way (frozen once the request was
+/// written, or let go just as its handler was dropped) still has that move made by the source broker, which no
+/// Postgres fence can stop: up to a batch more of the selection lands in staging after the rescuer settled the
+/// refill's intent, and the move's result is never written. The rescuer relays those messages like any others;
+/// nothing is lost or doubled, and the run's accounting must still equal the census — what left staging was
+/// staged, whoever moved it there. Found as `a_zombie_frozen_mid_batch_changes_nothing` ending Succeeded with 1,500
+/// delivered and 1,450 staged, once in a while. The race a real zombie must win to make that move is a few
+/// microseconds wide, so this test makes the move itself, through the broker's management, as the zombie's
+/// request would reach it.
+#[tokio::test]
+async fn a_refill_a_zombie_makes_after_its_takeover_is_counted_as_staged() {
+    const N: u32 = 1000;
+    const LATE: u32 = 50;
+    let bed = TestBed::require().await;
+    let east = bed.node("east-1");
+    let label = "zombie_refill";
+    let (source, target, ids) =
+        queues_with(east, bed.node("west-1"), label, Produce { count: N, ..Produce::default() }).await;
+    let mut world = World::new(label, &[("batch_size", json!(50)), ("messages_per_second", json!(200))]).await;
+    world.spawn_worker("worker", &[]).await;
+
+    let stored = world
+        .preview_move(queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target), Selection::All)
+        .await;
+    world.execute(&stored).await;
+    let run = stored.run_id;
+    wait_delivered(&world.pool, run, 200, Duration::from_secs(90)).await;
+
+    // The zombie's late move of up to a batch of the selection into the run's staging queue.
+    let staging = format!("studio.transfer.{run}");
+    let jolokia = Jolokia::new(east);
+    let moved = jolokia
+        .exec(
+            &jolokia.queue_mbean(&source, &source),
+            "moveMessages(int,java.lang.String,java.lang.String,boolean,int)",
+            json!([100, "", staging, false, LATE]),
+        )
+        .await
+        .expect("the zombie's late moveMessages into staging");
+    assert_eq!(moved.as_i64(), Some(i64::from(LATE)), "the late move took less than asked: the run was too quick");
+
+    let (state, counters) = world.wait_run(run, &["succeeded"], Duration::from_secs(180)).await;
+    assert_eq!(state, "succeeded");
+    let on_target = census(bed.node("west-1"), &target).await;
+    let left = census(east, &source).await;
+    assert_exactly_once(&ids, &on_target, &[&left]);
+    assert_eq!(on_target.len(), N as usize);
+    assert_eq!(counters.delivered, i64::from(N), "{counters:?}");
+    assert_eq!(counters.staged, i64::from(N), "what left staging was staged, whoever moved it there: {counters:?}");
+    assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
+    let recounted: Vec<serde_json::Value> = events(&world.pool, run)
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "staged_recounted")
+        .map(|(_, detail)| detail)
+        .collect();
+    assert_eq!(recounted.len(), 1, "the recount is said once, as an event: {recounted:?}");
+    assert_eq!(recounted[0]["unrecorded"], json!(LATE), "{recounted:?}");
+    assert_staging_removed(east, run).await;
+    for (node, queue) in [(east, &source), (bed.node("west-1"), &target)] {
+        management(node).destroy_queue(queue).await.unwrap();
+    }
 }
 
 /// A handler that lingers after its own commit (as the relay does, closing its broker connections) is not taken

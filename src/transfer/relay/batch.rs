@@ -427,10 +427,8 @@ impl<'a> Batch<'a> {
             if intent.ids.is_none() {
                 // A filter's refill whose result was never written moved an unknown number: every message that
                 // entered staging is still there (in delivery included), delivered, dead-lettered or returned, so
-                // broker truth gives what was staged. Never lowered: a move still finishing only adds to staging.
-                let c = &self.run.counters;
-                let left_staging = c.delivered + reconciled + c.dead_lettered + c.returned;
-                self.run.counters.staged = c.staged.max(held + left_staging);
+                // broker truth gives what was staged.
+                self.run.counters.stage_unrecorded(held, reconciled);
             }
             let chunk = id_chunk(&self.settings);
             settle_refill_intent(source, &mut self.run, &self.staging_queue, &intent, &listed.original_ids, chunk)

@@ -68,6 +68,7 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
         }
     }
     let _ = conn.close().await;
+    recount_staged(ctx, &mut run).await?;
 
     fault::pause("finish").await;
     let source_mbean = source_queue_mbean(&source, &run);
@@ -77,8 +78,7 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     }
     let now = source_count_now(&source, &run).await?;
     let proof = prove_end(&run, now, staged);
-    let taken_accounted = run.relay.in_doubt.is_empty()
-        && staged == run.counters.delivered + run.counters.dead_lettered + run.counters.returned;
+    let taken_accounted = run.relay.in_doubt.is_empty() && staged == run.counters.left_staging();
     let (proof, nothing_left) = exhaust_unless_counted(proof, &source, &run, staged, taken_accounted).await?;
     // A move's last pass is its refills finding nothing more (the broker's own scan of the whole queue), unless the
     // pass over the source that looked for anything left found something.
@@ -96,6 +96,24 @@ pub async fn finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcome, Re
     });
     let tx = ctx.lease.begin().await?;
     end_run(tx, &mut run, ("staging_removed", finished), &proof, words).await
+}
+
+/// Staging is empty and nothing is in doubt, so everything that entered it has left it: `staged` is raised to
+/// that where a move into staging landed whose result was never written — a refill made by a worker that had
+/// already lost its lease, which the source broker carries out whatever Postgres says, after the worker that took
+/// the job over had settled that refill's intent. Said as a `staged_recounted` event, in its own fenced write.
+async fn recount_staged(ctx: &JobContext, run: &mut TransferRun) -> Result<(), RelayError> {
+    let unrecorded = run.counters.stage_unrecorded(0, 0);
+    if unrecorded == 0 {
+        return Ok(());
+    }
+    tracing::warn!(run = %run.id, unrecorded, "staging had held more than the run counted as staged; recounted");
+    let mut tx = ctx.lease.begin().await?;
+    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+    let detail = json!({ "unrecorded": unrecorded, "staged": run.counters.staged });
+    row::event(tx.conn(), run.id, "staged_recounted", detail).await?;
+    tx.commit_progress().await?;
+    Ok(())
 }
 
 /// What a run's selection left on the source, as its end finds it.

@@ -156,6 +156,23 @@ impl Counters {
         self.not_taken_in_delivery + self.not_taken_scheduled + self.not_taken_gone + self.not_taken_left
     }
 
+    /// What has left a move's staging queue for good: delivered, dead-lettered or returned to the source.
+    pub fn left_staging(&self) -> i64 {
+        self.delivered + self.dead_lettered + self.returned
+    }
+
+    /// `staged` raised to what broker truth shows entered staging — what it holds now (`in_staging`) and what
+    /// left it ([`Counters::left_staging`], with `left_uncounted` more found gone and not yet counted) — when a
+    /// move into staging landed whose result was never written (a refill its worker lost the lease during, which
+    /// the source broker made all the same). Never lowered: a move still finishing only adds. How many that
+    /// raised it by (0: the count was whole).
+    pub fn stage_unrecorded(&mut self, in_staging: i64, left_uncounted: i64) -> i64 {
+        let entered = in_staging + self.left_staging() + left_uncounted;
+        let unrecorded = (entered - self.staged).max(0);
+        self.staged += unrecorded;
+        unrecorded
+    }
+
     /// One committed relay batch added (a move's or a copy's): the one place a batch is counted.
     pub fn add_batch(&mut self, batch: &BatchCount) {
         self.delivered += batch.delivered;
