@@ -30,7 +30,7 @@ BEGIN
     SELECT coalesce(max(j.seq) + 1, 0) INTO v_seq FROM job j WHERE j.run_id = p_run;
     UPDATE transfer_run
     SET state = 'queued', stop_requested = false, stop_reason = NULL, ended_at = NULL,
-        started_by = coalesce(p_started_by, started_by), updated_at = now()
+        started_by = coalesce(p_started_by, started_by)
     WHERE id = p_run;
     INSERT INTO job (run_id, seq, kind, payload, run_at, priority, max_attempts)
     VALUES (p_run, v_seq, p_kind, p_payload, coalesce(p_run_at, now()), coalesce(p_priority, 0), p_max_attempts)
@@ -71,7 +71,7 @@ BEGIN
     IF v_state IN ('previewed', 'succeeded', 'partial', 'unproven', 'returned', 'stopped', 'interrupted', 'failed') THEN
         RETURN jsonb_build_object('stop', 'already_ended', 'state', v_state);
     END IF;
-    UPDATE transfer_run SET stop_requested = true, stop_reason = p_reason, updated_at = now() WHERE id = p_run;
+    UPDATE transfer_run SET stop_requested = true, stop_reason = p_reason WHERE id = p_run;
     SELECT * INTO v_job FROM job j WHERE j.run_id = p_run AND j.state IN ('pending', 'running') FOR UPDATE;
     IF FOUND AND v_job.state = 'running' THEN
         INSERT INTO run_event (run_id, kind, detail)
@@ -94,7 +94,7 @@ BEGIN
     SET state = 'cancelled', finished_at = now(), last_error = p_reason, lease_token = NULL, lease_expires_at = NULL
     WHERE run_id = p_run AND state IN ('pending', 'running');
     UPDATE transfer_run
-    SET state = 'stopped', stop_reason = coalesce(p_reason, stop_reason), ended_at = now(), updated_at = now()
+    SET state = 'stopped', stop_reason = coalesce(p_reason, stop_reason), ended_at = now()
     WHERE id = p_run;
     UPDATE run_slot SET run_id = NULL, taken_at = NULL WHERE run_id = p_run;
     IF FOUND THEN

@@ -69,7 +69,7 @@ claimed AS (
 ),
 started AS (
     UPDATE transfer_run r
-    SET state = 'running', updated_at = now()
+    SET state = 'running'
     FROM took_slot t
     WHERE r.id = t.run_id AND r.state = 'queued'
     RETURNING r.id

@@ -2,5 +2,5 @@
 -- end are forgotten.
 UPDATE transfer_run
 SET state = 'queued', stop_requested = false, stop_reason = NULL, ended_at = NULL,
-    started_by = coalesce($2, started_by), updated_at = now()
+    started_by = coalesce($2, started_by)
 WHERE id = $1

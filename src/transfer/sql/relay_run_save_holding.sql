@@ -4,6 +4,5 @@
 UPDATE transfer_run
 SET relay = $2,
     counters = $3,
-    state = CASE WHEN state IN ('running', 'waiting', 'returning') THEN $4 ELSE state END,
-    updated_at = now()
+    state = CASE WHEN state IN ('running', 'waiting', 'returning') THEN $4 ELSE state END
 WHERE id = $1
