@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use testbed::fidelity::{self, Observed, Produce};
 use testbed::{unique_name, TestBed};
 
-use crate::support::{assert_accounting, census, create_queue, management, queue_ref, Census, World};
+use crate::support::{assert_accounting, census, create_queue, management, queue_ref, remove_queues, Census, World};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
@@ -97,6 +97,8 @@ async fn a_whole_queue_copies_once_and_leaves_the_source_untouched() {
     // The ledger is removed when the run ends.
     let ledger = artemis_transfer::transfer::relay::copy::ledger_size(&world.pool, stored.run_id).await.unwrap();
     assert_eq!(ledger, 0);
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 #[tokio::test]
@@ -144,6 +146,8 @@ async fn a_filter_and_an_id_selection_copy_exactly_what_they_select() {
     let on_target = fidelity::census(&assert_target_holds(&target2, &before, &expected).await);
     let left = assert_source_untouched(&source, &before).await;
     assert_accounting(&counters, &Census::copied(&expected, &on_target, &left));
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target), (bed.node("west-1"), &target2)])
+        .await;
 }
 
 /// Copies 150 messages in batches of 20 with a worker that aborts the second time it passes `step`; a second
@@ -171,6 +175,8 @@ async fn copy_crash_after(step: &str) {
         // The batch committed on the target but not in the ledger came again and the target dropped it.
         assert!(counters.already_on_target > 0, "{counters:?}");
     }
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 #[tokio::test]
@@ -221,6 +227,8 @@ async fn a_copy_outlives_more_worker_deaths_than_its_retry_budget_while_it_makes
     let on_target = fidelity::census(&assert_target_holds(&target, &before, &ids).await);
     let left = assert_source_untouched(&source, &before).await;
     assert_accounting(&counters, &Census::copied(&ids, &on_target, &left));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 #[tokio::test]
@@ -257,4 +265,6 @@ async fn a_copy_counts_what_the_browser_cannot_see_and_ends_partial() {
     let selected: Vec<String> = ids.iter().cloned().chain((0..5).map(|i| format!("copy_sched-later-{i}"))).collect();
     let left = census(bed.node("east-1"), &source).await;
     assert_accounting(&counters, &Census::copied(&selected, &on_target, &left).unbrowsable(scheduled));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }

@@ -10,7 +10,7 @@ use testbed::fidelity::{self, Produce};
 use testbed::{unique_name, TestBed};
 
 use crate::support::{
-    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, Census, World,
+    assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, remove_queues, Census, World,
 };
 use artemis_transfer::transfer::Selection;
 
@@ -68,6 +68,7 @@ async fn crash_after(step: &str, selection_by_ids: bool) {
         .await
         .unwrap();
     assert!(events.iter().any(|e| e.contains("reclaim") || e.contains("lease")), "no takeover event: {events:?}");
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 /// The second refill is the one beside the first batches' send (batch 20, staging topped up to 40 before the

@@ -8,7 +8,8 @@ use testbed::fidelity;
 use testbed::TestBed;
 
 use crate::support::{
-    assert_accounting, assert_exactly_once, census, management, queue_ref, source_and_target, Census, World,
+    assert_accounting, assert_exactly_once, census, management, queue_ref, remove_queues, source_and_target, Census,
+    World,
 };
 use artemis_transfer::transfer::Selection;
 
@@ -90,6 +91,7 @@ async fn a_whole_queue_moves_across_clusters_exactly_once_in_order() {
         assert_eq!(props["_studio_orig_queue"]["value"], json!(source), "{o:?}");
         assert!(props.get("_AMQ_ORIG_QUEUE").is_none(), "bookkeeping forwarded: {o:?}");
     }
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 #[tokio::test]
@@ -118,6 +120,7 @@ async fn a_filter_moves_only_what_it_selects() {
     assert_exactly_once(&rest, &left, &[&on_target]);
     assert_accounting(&counters, &Census::moved(&selected, &on_target, &left));
     assert_staging_removed(stored.run_id).await;
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 #[tokio::test]
@@ -160,4 +163,5 @@ async fn ids_move_exactly_the_messages_named() {
     assert_eq!(left.len(), 50 - chosen_payloads.len());
     // The id that is not on the queue is selected, gone, and seen by no census.
     assert_accounting(&counters, &Census::moved(&chosen_payloads, &on_target, &left).gone(1));
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }

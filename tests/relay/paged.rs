@@ -9,7 +9,9 @@ use testbed::fidelity::{self, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::{unique_name, TestBed};
 
-use crate::support::{assert_accounting, assert_exactly_once, census, create_queue, queue_ref, Census, World};
+use crate::support::{
+    assert_accounting, assert_exactly_once, census, create_queue, queue_ref, remove_queues, Census, World,
+};
 use artemis_transfer::transfer::Selection;
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
@@ -59,4 +61,5 @@ async fn a_move_by_filter_from_a_paging_source_takes_exactly_the_selection() {
     assert_eq!(stored.preview.selection_size, Some(selected.len() as i64), "{:#?}", stored.preview);
     assert_accounting(&counters, &Census::moved(&selected, &on_target, &left));
     judge.remove_address_settings(&source).await.unwrap();
+    remove_queues(&[(east1, &source), (bed.node("west-1"), &target)]).await;
 }

@@ -11,7 +11,7 @@ use testbed::TestBed;
 use std::collections::BTreeMap;
 
 use crate::support::{
-    assert_accounting, census, in_doubt_ids, management, queue_ref, source_and_target_of, Census, World,
+    assert_accounting, census, in_doubt_ids, management, queue_ref, remove_queues, source_and_target_of, Census, World,
 };
 use artemis_transfer::transfer::actions;
 use artemis_transfer::transfer::service::StoredPreview;
@@ -82,6 +82,8 @@ async fn a_stopped_move_returns_what_staging_holds() {
     let on_target = census(TestBed::get().node("west-1"), &target).await;
     assert_eq!(on_target.len() as i64, returned.delivered);
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 #[tokio::test]
@@ -109,6 +111,8 @@ async fn a_return_settles_the_batch_in_doubt_and_fails_in_words_while_the_target
     assert_eq!(returned.delivered, 20, "the settled batch is delivered: {returned:?}");
     let (on_source, on_target) = assert_each_once_on_source_or_target(stored.run_id, &source, &target, &ids).await;
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 /// A message of the batch in doubt that the target refuses on its own (the seam) is proven not on the target, as a
@@ -156,6 +160,8 @@ async fn a_return_sends_its_batch_in_doubt_back_to_the_source_when_the_target_re
     let put_back: BTreeMap<String, usize> =
         in_staging.into_iter().filter(|(id, _)| !on_target.contains_key(id)).collect();
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&put_back));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 /// A worker killed as a return settles its batch in doubt — right after the target's commit, or right after
@@ -189,6 +195,8 @@ async fn killed_while_settling_the_batch_in_doubt(label: &str, step: &str) {
     let put_back: BTreeMap<String, usize> =
         in_staging.into_iter().filter(|(id, _)| !on_target.contains_key(id)).collect();
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&put_back));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }
 
 /// A move of `source` (east-1) to `target` (west-1) in batches of 20 whose worker aborts right after recording its
@@ -296,4 +304,6 @@ async fn a_worker_that_dies_during_a_return_is_replaced() {
     assert!(returned.returned > 0, "{returned:?}");
     assert_eq!(returned.returned, returned.staged - returned.delivered - returned.dead_lettered, "{returned:?}");
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
+    let bed = TestBed::get();
+    remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }

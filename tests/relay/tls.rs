@@ -10,7 +10,9 @@ use serde_json::json;
 use testbed::fidelity::{self, Produce};
 use testbed::{unique_name, Node, TestBed};
 
-use crate::support::{assert_accounting, census, create_queue, queue_ref, register_secure, wait_for, Census, World};
+use crate::support::{
+    assert_accounting, census, create_queue, queue_ref, register_secure, remove_queues, wait_for, Census, World,
+};
 use artemis_transfer::transfer::{actions, Selection};
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -50,6 +52,7 @@ async fn a_move_to_a_tls_node_is_judged_by_the_census() {
     let left = census(bed.node("east-1"), &source).await;
     assert_accounting(&counters, &Census::moved(&ids, &on_target, &left));
     assert_no_key_material(&world).await;
+    remove_queues(&[(bed.node("east-1"), &source), (secure(), &target)]).await;
 }
 
 /// Nothing the run left behind — its record, its events, the registry's rows, the worker's log — holds a line of
@@ -97,6 +100,8 @@ async fn a_copy_from_a_tls_node_is_judged_by_the_census() {
     let on_target = census(bed.node("east-1"), &target).await;
     let on_source = census(secure(), &source).await;
     assert_accounting(&counters, &Census::copied(&ids, &on_target, &on_source));
+    let bed = TestBed::get();
+    remove_queues(&[(secure(), &source), (bed.node("east-1"), &target)]).await;
 }
 
 /// A move from the TLS node, stopped part way and returned: staging on the TLS node, the return's broker-side
@@ -131,4 +136,6 @@ async fn a_stopped_move_from_a_tls_node_returns_what_staging_holds() {
     let on_source = census(secure(), &source).await;
     let on_target = census(bed.node("east-1"), &target).await;
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
+    let bed = TestBed::get();
+    remove_queues(&[(secure(), &source), (bed.node("east-1"), &target)]).await;
 }

@@ -88,6 +88,14 @@ pub async fn create_queue(node: &Node, name: &str) {
     management(node).create_queue(&QueueConfig::plain_anycast(name)).await.unwrap();
 }
 
+/// Removes the queues a test made, with their messages: the brokers have 512 MiB heaps, and what one test leaves
+/// behind every later test of the run pays for. A queue already gone is fine.
+pub async fn remove_queues(queues: &[(&Node, &str)]) {
+    for (node, queue) in queues {
+        let _ = management(node).destroy_queue(queue).await;
+    }
+}
+
 /// A new queue on east-1 holding `count` messages of the Java helper's `kinds` (payload ids `<label>-<n>`) and an
 /// empty new queue on west-1: (source, target, payload ids).
 pub async fn source_and_target_of(label: &str, count: u32, kinds: &str) -> (String, String, Vec<String>) {
