@@ -106,6 +106,7 @@ def main():
     src, dst = f"cpu.ours.{tag}", f"cpu.ours.{tag}.out"
     bl.create_queue(east, src), bl.create_queue(west, dst)
     bl.produce(env, east, src, args.messages, args.size)
+    os.makedirs("/tmp/cpu", exist_ok=True)
     worker = bl.start_worker(args.binary, penv, "/tmp/cpu/worker.log")
     try:
         previewed = bl.preview(run, src, dst, copy=args.copy)
