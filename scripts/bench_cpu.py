@@ -105,10 +105,13 @@ def main():
     penv, run = bl.ours(env, east, west, args.binary, args.batch, 1000.0, database="artemis_transfer_cpu")
     src, dst = f"cpu.ours.{tag}", f"cpu.ours.{tag}.out"
     bl.create_queue(east, src), bl.create_queue(west, dst)
-    bl.produce(env, east, src, args.messages, args.size)
-    os.makedirs("/tmp/cpu", exist_ok=True)
-    worker = bl.start_worker(args.binary, penv, "/tmp/cpu/worker.log")
+    worker = None
     try:
+        # The queues are removed whatever fails from here: a source left full on a 512 MiB broker fails the next
+        # benchmark (it did once, when this folder was missing).
+        bl.produce(env, east, src, args.messages, args.size)
+        os.makedirs("/tmp/cpu", exist_ok=True)
+        worker = bl.start_worker(args.binary, penv, "/tmp/cpu/worker.log")
         previewed = bl.preview(run, src, dst, copy=args.copy)
         meter = Meter(worker)
         meter.start()
@@ -121,7 +124,8 @@ def main():
         print(f"ours ended {state}", flush=True)
         report("ours", args.messages, spent)
     finally:
-        bl.stop_worker(worker)
+        if worker:
+            bl.stop_worker(worker)
         bl.delete_queue(east, src), bl.delete_queue(west, dst)
         bl.drop_database(env, "artemis_transfer_cpu")
 
