@@ -343,7 +343,7 @@ pub fn summary(selected: &str, c: &Counters) -> String {
 /// One line of progress: `[#####.....] delivered/selected · held in staging · rate · ETA · state`.
 fn progress_line(state: &str, c: &Counters, rate: f64) -> String {
     const WIDTH: usize = 30;
-    let held = (c.staged - c.delivered - c.dead_lettered - c.returned).max(0);
+    let held = c.held_in_staging();
     let (bar, of, eta) = match c.selected {
         Some(total) if total > 0 => {
             let done = (c.delivered + c.dead_lettered).min(total);

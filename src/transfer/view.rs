@@ -157,7 +157,7 @@ impl RunView {
         let relay: RelayState = serde_json::from_value(record.relay.clone()).unwrap_or_default();
         let pipeline = Pipeline {
             selected: c.selected,
-            held_in_staging: (c.staged - c.delivered - c.dead_lettered - c.returned).max(0),
+            held_in_staging: c.held_in_staging(),
             delivered: c.delivered,
             not_taken: c.not_taken(),
             dead_lettered: c.dead_lettered,

@@ -265,6 +265,5 @@ async fn a_copy_counts_what_the_browser_cannot_see_and_ends_partial() {
     let selected: Vec<String> = ids.iter().cloned().chain((0..5).map(|i| format!("copy_sched-later-{i}"))).collect();
     let left = census(bed.node("east-1"), &source).await;
     assert_accounting(&counters, &Census::copied(&selected, &on_target, &left).unbrowsable(scheduled));
-    let bed = TestBed::get();
     remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }

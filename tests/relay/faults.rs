@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::support::process::WorkerProcess;
 use crate::support::{
     assert_accounting, assert_exactly_once, census, create_queue, management, queue_ref, register_scratch,
-    scratch_node, wait_for, Census, World, SCRATCH_CREDENTIALS,
+    remove_queues, scratch_node, wait_for, Census, World, SCRATCH_CREDENTIALS,
 };
 
 /// The run's state and counters now.
@@ -393,9 +393,7 @@ async fn a_refill_a_zombie_makes_after_its_takeover_is_counted_as_staged() {
         assert_eq!(recounted.len(), 1, "the recount is said once, as an event: {recounted:?}");
     }
     assert_staging_removed(east, run).await;
-    for (node, queue) in [(east, &source), (bed.node("west-1"), &target)] {
-        management(node).destroy_queue(queue).await.unwrap();
-    }
+    remove_queues(&[(east, &source), (bed.node("west-1"), &target)]).await;
 }
 
 /// A handler that lingers after its own commit (as the relay does, closing its broker connections) is not taken

@@ -304,6 +304,5 @@ async fn a_worker_that_dies_during_a_return_is_replaced() {
     assert!(returned.returned > 0, "{returned:?}");
     assert_eq!(returned.returned, returned.staged - returned.delivered - returned.dead_lettered, "{returned:?}");
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
-    let bed = TestBed::get();
     remove_queues(&[(bed.node("east-1"), &source), (bed.node("west-1"), &target)]).await;
 }

@@ -100,7 +100,6 @@ async fn a_copy_from_a_tls_node_is_judged_by_the_census() {
     let on_target = census(bed.node("east-1"), &target).await;
     let on_source = census(secure(), &source).await;
     assert_accounting(&counters, &Census::copied(&ids, &on_target, &on_source));
-    let bed = TestBed::get();
     remove_queues(&[(secure(), &source), (bed.node("east-1"), &target)]).await;
 }
 
@@ -136,6 +135,5 @@ async fn a_stopped_move_from_a_tls_node_returns_what_staging_holds() {
     let on_source = census(secure(), &source).await;
     let on_target = census(bed.node("east-1"), &target).await;
     assert_accounting(&returned, &Census::moved(&ids, &on_target, &on_source).returned(&in_staging));
-    let bed = TestBed::get();
     remove_queues(&[(secure(), &source), (bed.node("east-1"), &target)]).await;
 }

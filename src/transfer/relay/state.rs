@@ -161,6 +161,11 @@ impl Counters {
         self.delivered + self.dead_lettered + self.returned
     }
 
+    /// What the run counts as still in staging: what entered it and has not left it (0 at least).
+    pub fn held_in_staging(&self) -> i64 {
+        (self.staged - self.left_staging()).max(0)
+    }
+
     /// `staged` raised to what broker truth shows entered staging — what it holds now (`in_staging`) and what
     /// left it ([`Counters::left_staging`], with `left_uncounted` more found gone and not yet counted) — when a
     /// move into staging landed whose result was never written (a refill its worker lost the lease during, which
