@@ -3,7 +3,9 @@
 of one queue attribute (the refill's `ScheduledCount`) and a counted, filtered `moveMessages` into staging (the
 refill) — each made N times, its broker CPU per call (`/proc/<pid>/stat` of east-1) and wall time per call, two ways:
 
-- through Jolokia (HTTP, the agent's authentication on every request), as the product makes them;
+- through Jolokia on one kept-alive HTTP connection, with basic auth alone (the console's JAAS login on every
+  request, as the product made them before session 24) and with a console session's cookie as well (one login,
+  as the product makes them now: `src/broker/jolokia/session.rs`);
 - as Core messages to the broker's management address over one kept session (scripts/java/CoreManagementCalls.java,
   the official client's ClientRequestor), which authenticates once, at the session.
 
@@ -14,10 +16,14 @@ the broker's CPU per read through Jolokia is through Core).
 Run through `scripts/bench calls [--messages 30000] [--calls 40]` (test bed up).
 """
 import argparse
+import base64
+import http.client
+import json
 import os
 import subprocess
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
@@ -47,6 +53,34 @@ class CoreCalls:
     def close(self):
         self.proc.stdin.close()
         self.proc.wait()
+
+
+class KeptJolokia:
+    """Jolokia requests on one kept-alive HTTP connection, with basic auth and, when `session`, the cookie of a
+    console login (`…/console/auth/login`), as `src/broker/jolokia/client.rs` sends them."""
+
+    def __init__(self, n, session):
+        url = urllib.parse.urlsplit(n["jolokia_url"])
+        self.path = url.path.rstrip("/") + "/"
+        self.conn = http.client.HTTPConnection(url.hostname, url.port)
+        auth = base64.b64encode(f"{n['user']}:{n['password']}".encode()).decode()
+        self.headers = {"Authorization": "Basic " + auth, "Origin": "http://127.0.0.1",
+                        "Content-Type": "application/json"}
+        if session:
+            login = self.path.rstrip("/").rsplit("/", 1)[0] + "/auth/login"
+            answer = self._post(login, {"username": n["user"], "password": n["password"]})
+            self.headers["Cookie"] = answer.getheader("Set-Cookie").split(";")[0]
+            answer.read()
+
+    def _post(self, path, body):
+        self.conn.request("POST", path, json.dumps(body), self.headers)
+        return self.conn.getresponse()
+
+    def read(self, mbean, attribute):
+        answer = json.load(self._post(self.path, {"type": "read", "mbean": mbean, "attribute": attribute}))
+        if answer.get("status") != 200:
+            raise RuntimeError(f"read {attribute}: {answer.get('error')}")
+        return answer.get("value")
 
 
 def measure(pid, calls, fn):
@@ -86,6 +120,11 @@ def main():
 
         rows.append(("read ScheduledCount", "Jolokia",
                      measure(pid, n, lambda: [bl.jolokia_read(east, mbean, "ScheduledCount") for _ in range(n)])))
+        for how, session in (("Jolokia, kept connection, basic auth", False),
+                             ("Jolokia, kept connection, session", True)):
+            kept = KeptJolokia(east, session)
+            rows.append(("read ScheduledCount", how,
+                         measure(pid, n, lambda: [kept.read(mbean, "ScheduledCount") for _ in range(n)])))
         rows.append(("read ScheduledCount", "Core", measure(pid, n, lambda: core.calls("read", src, "scheduledCount", n))))
         moves = max(1, min(n, a.messages // 4 // 200))
         rows.append(("moveMessages of 200", "Jolokia", measure(pid, moves, jolokia_moves(200, moves))))
@@ -100,7 +139,10 @@ def main():
         print("|---|---|---:|---:|")
         for what, how, (cpu, wall) in rows:
             print(f"| {what} | {how} | {cpu:.1f} | {wall:.1f} |")
-        print(f"jolokia_vs_core_read_cpu: {rows[0][2][0] / max(rows[1][2][0], 0.01):.1f}")
+        read = {how: cpu for what, how, (cpu, _) in rows if what == "read ScheduledCount"}
+        print(f"jolokia_vs_core_read_cpu: {read['Jolokia'] / max(read['Core'], 0.01):.1f}")
+        basic, session = read["Jolokia, kept connection, basic auth"], read["Jolokia, kept connection, session"]
+        print(f"jolokia_basic_vs_session_read_cpu: {basic / max(session, 0.01):.1f}")
     finally:
         if core:
             core.close()

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use artemis_transfer::broker::jolokia::{
     AgentErrorKind, BrokerManagement, Endpoint, JolokiaClient, JolokiaError, QueueConfig, Request, RoutingType,
+    SessionStatus,
 };
 use serde_json::json;
 use testbed::fidelity::{self, Produce};
@@ -177,4 +178,62 @@ async fn a_node_that_does_not_answer_is_unreachable() {
     };
     let err = JolokiaClient::new(ep, Duration::from_secs(2)).request(&Request::Version).await.unwrap_err();
     assert!(err.is_unreachable(), "{err:?}");
+}
+
+/// Broker fact (docs/broker-notes.md, "A console session spares the broker a login per call"): the console's login
+/// page gives a session; a Jolokia request carrying only its cookie is answered as that user; a second login
+/// with the cookie replaces the session, after which the old cookie alone is refused and the old cookie with
+/// basic auth is answered by the basic auth.
+#[tokio::test]
+async fn the_console_answers_a_session_cookie_and_ends_a_replaced_session() {
+    let bed = TestBed::require().await;
+    let node = bed.node("east-1");
+    let http = reqwest::Client::new();
+    let jolokia = format!("{}/", node.jolokia_url().trim_end_matches('/'));
+    let login_page = jolokia.replace("/jolokia/", "/auth/login");
+    let read = json!({"type": "version"});
+    let login = |cookie: Option<String>| {
+        let mut post = http.post(&login_page).json(&json!({"username": node.user, "password": node.password}));
+        if let Some(c) = cookie {
+            post = post.header("Cookie", c);
+        }
+        async move {
+            let resp = post.send().await.expect("login answered");
+            assert_eq!(resp.status().as_u16(), 200, "a login with the test bed's user");
+            let set = resp.headers().get("set-cookie").expect("a session cookie").to_str().unwrap().to_string();
+            set.split(';').next().unwrap().to_string()
+        }
+    };
+    let status = |cookie: Option<String>, basic: bool| {
+        let mut post = http.post(&jolokia).header("Origin", "http://127.0.0.1").json(&read);
+        if let Some(c) = cookie {
+            post = post.header("Cookie", c);
+        }
+        if basic {
+            post = post.basic_auth(&node.user, Some(&node.password));
+        }
+        async move { post.send().await.expect("answered").status().as_u16() }
+    };
+
+    let first = login(None).await;
+    assert_eq!(status(Some(first.clone()), false).await, 200, "the cookie alone is enough");
+    let second = login(Some(first.clone())).await;
+    assert_ne!(first, second, "a login gives a new session");
+    assert_eq!(status(Some(second.clone()), false).await, 200);
+    assert_eq!(status(Some(first.clone()), false).await, 403, "the replaced session is ended");
+    assert_eq!(status(Some(first), true).await, 200, "a forgotten session with basic auth is answered by it");
+    assert_eq!(status(Some("JSESSIONID=made-up".into()), false).await, 403);
+}
+
+/// The client logs in once and its requests carry the session (a wrong password never rides it: the session's
+/// key holds the password, `session::tests::a_wrong_password_has_a_session_of_its_own`).
+#[tokio::test]
+async fn a_client_logs_in_once_and_its_requests_carry_the_session() {
+    let bed = TestBed::require().await;
+    let client = JolokiaClient::new(endpoint(bed.node("east-1")), Duration::from_secs(10));
+    client.request(&Request::Version).await.expect("first request");
+    assert_eq!(client.session_status().await, SessionStatus::Open);
+    for _ in 0..3 {
+        client.request(&Request::Version).await.expect("a request on the session");
+    }
 }

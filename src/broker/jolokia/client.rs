@@ -14,6 +14,7 @@ use artemis_core::tls::{StoreRole, TlsFailure, TlsOptions};
 
 use super::error::{AgentError, JolokiaError};
 use super::request::Request;
+use super::session::{self, SessionStatus, Slot};
 use crate::broker::permits::PermitSource;
 use crate::secret::Secret;
 
@@ -67,6 +68,10 @@ pub struct JolokiaClient {
     /// The HTTP client, or why the endpoint's TLS material could not be used (every request then fails with it).
     http: Result<reqwest::Client, JolokiaError>,
     permits: Option<Arc<dyn PermitSource>>,
+    /// The console's login page, when the agent sits behind one (`session::login_url`).
+    login_url: Option<String>,
+    /// This process's console session with the endpoint, shared with every client of the same URL and credentials.
+    session: Arc<Slot>,
 }
 
 impl JolokiaClient {
@@ -74,7 +79,9 @@ impl JolokiaClient {
     pub fn new(endpoint: Endpoint, timeout: Duration) -> JolokiaClient {
         let origin = HeaderValue::from_str(&endpoint.origin()).unwrap_or(HeaderValue::from_static("http://localhost"));
         let http = http_client(&endpoint, timeout);
-        JolokiaClient { endpoint, origin, timeout, http, permits: None }
+        let login_url = session::login_url(&endpoint.url);
+        let session = session::slot(&endpoint.url, &endpoint.user, &endpoint.password);
+        JolokiaClient { endpoint, origin, timeout, http, permits: None, login_url, session }
     }
 
     /// Every request first takes permits from `permits` (one per request in a batch), so the calls of all
@@ -102,19 +109,21 @@ impl JolokiaClient {
                 .await
                 .map_err(|e| JolokiaError::NoPermit { node: node(), reason: e.reason })?;
         }
+        let cookie = self.session_cookie().await?;
         tracing::trace!(node = %self.endpoint.node, request = %what(body), "management request");
         let url = format!("{}/", self.endpoint.url.trim_end_matches('/'));
-        let resp = self
+        // Basic auth as well as the session: a session the broker has forgotten costs this request a login, no more.
+        let mut post = self
             .http
             .as_ref()
             .map_err(Clone::clone)?
             .post(url)
             .basic_auth(&self.endpoint.user, Some(self.endpoint.password.expose()))
-            .header("Origin", self.origin.clone())
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| self.transport_error(e))?;
+            .header("Origin", self.origin.clone());
+        if let Some(cookie) = cookie {
+            post = post.header(reqwest::header::COOKIE, cookie.expose().as_str());
+        }
+        let resp = post.json(body).send().await.map_err(|e| self.transport_error(e))?;
         let status = resp.status().as_u16();
         match status {
             200 => {}
@@ -132,6 +141,41 @@ impl JolokiaClient {
         }
         let text = resp.text().await.map_err(|e| self.transport_error(e))?;
         serde_json::from_str(&text).map_err(|e| JolokiaError::BadAnswer { node: node(), reason: e.to_string() })
+    }
+
+    /// The session cookie for the next request: the shared session's, logged in first when it is due.
+    async fn session_cookie(&self) -> Result<Option<Secret<String>>, JolokiaError> {
+        let Some(login_url) = &self.login_url else { return Ok(None) };
+        self.session.cookie(|replaced| self.login(login_url, replaced)).await
+    }
+
+    /// Logs in to the console: the session's cookie, or `None` when the console gave none (no such page, a
+    /// refusal, a throttle: the request's own basic auth then says what is wrong, in its words). A transport
+    /// failure is the request's error.
+    async fn login(
+        &self,
+        login_url: &str,
+        replaced: Option<Secret<String>>,
+    ) -> Result<Option<Secret<String>>, JolokiaError> {
+        tracing::trace!(node = %self.endpoint.node, "console login");
+        let credentials = serde_json::json!({
+            "username": self.endpoint.user,
+            "password": self.endpoint.password.expose(),
+        });
+        let mut post = self.http.as_ref().map_err(Clone::clone)?.post(login_url).header("Origin", self.origin.clone());
+        if let Some(cookie) = replaced {
+            post = post.header(reqwest::header::COOKIE, cookie.expose().as_str());
+        }
+        let resp = post.json(&credentials).send().await.map_err(|e| self.transport_error(e))?;
+        if resp.status().as_u16() != 200 {
+            return Ok(None);
+        }
+        Ok(session::cookie_header(session::set_cookies(resp.headers())))
+    }
+
+    /// Whether this client's requests carry a console session now.
+    pub async fn session_status(&self) -> SessionStatus {
+        self.session.status().await
     }
 
     fn transport_error(&self, e: reqwest::Error) -> JolokiaError {
