@@ -150,7 +150,23 @@ enum Large {
     /// Written to the caller's sink as chunks arrive.
     Stream { receiver: LargeMessageReceiver, headers: MessageHeaders, delivery_count: i32, generation: u64 },
     /// Refused (stale or too big): its chunks are dropped, their credits given back.
-    Skip(LargeMessageReceiver),
+    Skip { receiver: LargeMessageReceiver, generation: u64 },
+}
+
+impl Large {
+    /// Whether the caller has none of it: a new start may replace it once a rollback made it stale (a stream has
+    /// already written part of its body to the caller's sink, so it may not).
+    fn held_only_here(&self) -> bool {
+        matches!(self, Large::Memory { .. } | Large::Skip { .. })
+    }
+
+    fn generation(&self) -> u64 {
+        match self {
+            Large::Memory { generation, .. } | Large::Stream { generation, .. } | Large::Skip { generation, .. } => {
+                *generation
+            }
+        }
+    }
 }
 
 /// What one event amounted to.
@@ -411,6 +427,11 @@ impl Consumer {
             Some(ConsumerEvent::LargeStart { packet, wire_len, generation }) => {
                 self.credits.charge(wire_len);
                 self.consumed(wire_len).await?;
+                // A rollback makes the broker abandon a large delivery part-way and start it again (the Java client
+                // clears its large-message state at a rollback): what is held of the abandoned one is dropped.
+                if self.large.as_ref().is_some_and(|l| l.held_only_here() && self.is_stale(l.generation())) {
+                    self.large = None;
+                }
                 if self.large.is_some() {
                     return Err(Error::Protocol(ProtocolError::unexpected(
                         channel,
@@ -420,7 +441,7 @@ impl Consumer {
                 }
                 let receiver = LargeMessageReceiver::new(&packet);
                 if self.is_stale(generation) {
-                    self.large = Some(Large::Skip(receiver));
+                    self.large = Some(Large::Skip { receiver, generation });
                     return Ok(Step::Nothing);
                 }
                 if stream_large {
@@ -439,7 +460,7 @@ impl Consumer {
                         Ok(Step::Nothing)
                     }
                     Err(_) => {
-                        self.large = Some(Large::Skip(receiver));
+                        self.large = Some(Large::Skip { receiver, generation });
                         self.withheld = true;
                         Err(Error::TooLarge { len: u64::try_from(size).unwrap_or(0), max: self.max_large_in_memory })
                     }
@@ -487,11 +508,11 @@ impl Consumer {
                 // Credits for this chunk are given back once the caller wrote it.
                 Ok(Step::Chunk { chunk: packet.chunk, wire_len, done })
             }
-            Large::Skip(mut receiver) => {
+            Large::Skip { mut receiver, generation } => {
                 let progress = receiver.accept(&packet).map_err(|e| large_error(channel, e))?;
                 self.consumed(wire_len).await?;
                 if progress == ChunkProgress::More {
-                    self.large = Some(Large::Skip(receiver));
+                    self.large = Some(Large::Skip { receiver, generation });
                 }
                 Ok(Step::Nothing)
             }

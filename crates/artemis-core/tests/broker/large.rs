@@ -97,6 +97,43 @@ async fn large_message_from_java_is_received_byte_equal() {
     drop_queue(&queue).await;
 }
 
+/// A rollback while the broker is part-way through delivering the next large message (a window smaller than the
+/// message: the broker stops between chunks until credits come back). The broker abandons that delivery and
+/// delivers both messages again from their start; the consumer drops what it held of the abandoned one and
+/// receives them, byte-equal, rather than taking the new start for a protocol error.
+#[tokio::test]
+async fn a_rollback_in_the_middle_of_a_large_delivery_gets_it_again_from_its_start() {
+    let node = node().await;
+    let queue = fresh_queue("large_rollback_mid").await;
+    let size = 300_000;
+    let produce =
+        Produce { count: 2, kinds: "bytes".into(), body_size: size, durable_only: true, ..Produce::default() };
+    fidelity::produce(node, &queue, &produce).await;
+    let judged = fidelity::browse(node, &queue).await;
+    assert!(judged.iter().all(|j| j.0["large"] == true));
+    let conn = connect().await;
+    let session = conn.create_session(SessionOptions::transacted()).await.expect("session");
+    let options = ConsumerOptions::default().window(Window::Bytes(64 * 1024));
+    let mut consumer = session.create_consumer(&queue, options).await.expect("consumer");
+    session.start().await.expect("start");
+    let mut first = HashSink::default();
+    consumer.recv_streaming(WAIT, &mut first).await.expect("recv").expect("the first message");
+    // The broker has begun the second: its start and a chunk or so, up to the window.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    session.rollback().await.expect("rollback");
+    for (i, judged) in judged.iter().enumerate() {
+        let mut sink = HashSink::default();
+        let d = consumer.recv_streaming(WAIT, &mut sink).await.expect("recv after the rollback").expect("again");
+        let sha: String = sink.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!((sink.len, sha.as_str()), (size, judged.0["body_sha256"].as_str().unwrap()), "message {i}");
+        consumer.ack(&d).await.expect("ack");
+    }
+    session.commit().await.expect("commit");
+    assert_eq!(depth(&queue).await, 0);
+    conn.close().await.expect("close");
+    drop_queue(&queue).await;
+}
+
 /// This crate streams a 3 MiB body from an `AsyncRead` as a large message; the
 /// Java client receives it as a large message, byte-equal, with
 /// `_AMQ_LARGE_SIZE` set by the broker. A 300 KiB in-memory body goes as a
