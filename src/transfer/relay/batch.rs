@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use artemis_core::{Connection, Consumer, ConsumerOptions, Session, SessionOptions};
+use artemis_core::{Connection, Consumer, Session, SessionOptions};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -37,7 +37,7 @@ use super::in_doubt::Marks;
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
 use super::queues::{source_end, target_facts, target_facts_in, TargetRead};
-use super::receive::{receive_batch, Limits, Received, Taken};
+use super::receive::{receive_batch, staging_consumer, Limits, Received, Taken};
 use super::record::write_batch;
 use super::refill::{id_chunk, refill, settle_refill_intent, Refill, Refilled};
 use super::row;
@@ -554,7 +554,7 @@ impl<'a> Batch<'a> {
     /// spooled as they arrive.
     async fn receive(&mut self, source: &mut SourceSide, facts: &EndFacts) -> Result<Taken, RelayError> {
         self.spool.check_free(self.settings.batch_bytes)?;
-        let mut consumer = match source.session.create_consumer(&self.staging_queue, ConsumerOptions::default()).await {
+        let mut consumer = match source.session.create_consumer(&self.staging_queue, staging_consumer()).await {
             Ok(c) => c,
             Err(e) if e.is_not_authorized() => {
                 return Err(crate::transfer::staging::StagingError::refused_over_core(

@@ -3,11 +3,24 @@
 
 use std::collections::HashSet;
 
-use artemis_core::Delivery;
+use artemis_core::{ConsumerOptions, Delivery, Window};
 
 use super::spool::{Spool, SpoolFile};
 use super::Code;
 use super::{RelayConfig, RelayError};
+
+/// The options of a batch's consumer on staging: a small window. Staging holds up to two batches, and whatever the
+/// broker delivers beyond the batch it takes is given back when the consumer closes, then delivered again to the
+/// next batch's consumer: with the broker's default window (1 MiB) that was up to a batch of 1 KiB messages
+/// delivered, decoded and cancelled twice. The broker sends while it has credit, so what is delivered beyond the
+/// take is at most about one window; at 64 KiB, credits come back every 32 KiB, which a local round trip refills
+/// long before the worker has read them.
+pub(crate) fn staging_consumer() -> ConsumerOptions {
+    ConsumerOptions::default().window(Window::Bytes(STAGING_WINDOW_BYTES))
+}
+
+/// The window of a batch's consumer on staging ([`staging_consumer`]).
+const STAGING_WINDOW_BYTES: u32 = 64 * 1024;
 
 /// A received staging message and, for a large one, its spooled body.
 pub(crate) struct Received {
