@@ -374,11 +374,14 @@ async fn serve(config: &Config, args: ServeArgs) -> Result<Exit, CliError> {
     let console_state = crate::console::ConsoleState::new(state.clone(), tls.is_some());
     let console = crate::console::router(console_state.with_proxy_sign_in(config.api.console_proxy_sign_in()?));
     let stop = worker::shutdown::terminate_signal();
-    crate::api::serve(listener, tls, state, console, async move {
+    // The API's previews and browses make management calls for as long as it runs: one console login per broker.
+    crate::broker::jolokia::use_console_sessions();
+    let served = crate::api::serve(listener, tls, state, console, async move {
         stop.await;
     })
-    .await
-    .map_err(|source| CliError::Serve { addr, source })?;
+    .await;
+    crate::broker::jolokia::log_out_console_sessions(worker::CONSOLE_LOGOUT_TIMEOUT).await;
+    served.map_err(|source| CliError::Serve { addr, source })?;
     Ok(Exit::Success)
 }
 

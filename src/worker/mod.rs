@@ -100,6 +100,9 @@ pub fn spawn_pruner(pool: PgPool, worker: String, retention: Retention) -> Prune
     Pruner { stop }
 }
 
+/// How long a stopping process waits for each console logout.
+pub const CONSOLE_LOGOUT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Runs a worker over `pool` until `shutdown` resolves, then drains and returns.
 pub async fn run(
     pool: PgPool,
@@ -107,6 +110,8 @@ pub async fn run(
     options: WorkerOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), WorkerError> {
+    // A worker makes management calls for as long as it runs: one console login per broker, not one per call.
+    crate::broker::jolokia::use_console_sessions();
     let wake = Wake::new();
     let executor = Arc::new(Executor::new(pool.clone(), registry, options.executor.clone(), wake.clone()));
     let listener_stop = CancellationToken::new();
@@ -143,6 +148,7 @@ pub async fn run(
         Monitor::new().register(factory).shutdown_timeout(options.shutdown_timeout).run_with_signal(signal).await;
     listener_stop.cancel();
     let _ = listener.await;
+    crate::broker::jolokia::log_out_console_sessions(CONSOLE_LOGOUT_TIMEOUT).await;
     tracing::info!("worker stopped");
     result.map_err(WorkerError)
 }

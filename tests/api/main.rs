@@ -1181,19 +1181,22 @@ async fn commits_per_second(pool: &sqlx::PgPool, window: Duration) -> f64 {
 async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_audited() {
     use artemis_transfer::broker::jolokia::RoutingType;
     use artemis_transfer::transfer::staging::{self, StagingSpec};
-    let (source, target, ids) = source_and_target("api_orphan_deadline", 40).await;
+    // Enough messages that their return outlasts the deadline however fast the broker answers (with console
+    // sessions, 40 came back within 100 ms).
+    const MESSAGES: u32 = 3_000;
+    let (source, target, ids) = source_and_target("api_orphan_deadline", MESSAGES).await;
     let bed = TestBed::require().await;
     let east1 = bed.node("east-1");
     let mgmt = support::management(east1);
     let world = World::new("api_orphan_deadline", &[]).await;
-    let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER__API__REQUEST_TIMEOUT_MS", "100")]).await;
+    let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER__API__REQUEST_TIMEOUT_MS", "50")]).await;
     // The orphan: staging made for a uuid no run has, filled by the broker's move from the source.
     let orphan_run = Uuid::new_v4();
     let orphan = staging::staging_queue_name(orphan_run);
-    staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, 40)).await.unwrap();
+    staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, MESSAGES)).await.unwrap();
     let mbean = mgmt.queue_mbean(&source, RoutingType::Anycast, &source);
-    let moved = staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 40, None).await.unwrap();
-    assert_eq!(moved, 40);
+    let moved = staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", MESSAGES, None).await.unwrap();
+    assert_eq!(moved, u64::from(MESSAGES));
 
     let body = json!({ "cluster": "east", "node": "east-1", "queue": orphan, "confirm": orphan });
     let (status, answer) = api.post("/api/v1/orphans/return", OPERATOR, body).await;

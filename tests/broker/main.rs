@@ -225,15 +225,23 @@ async fn the_console_answers_a_session_cookie_and_ends_a_replaced_session() {
     assert_eq!(status(Some("JSESSIONID=made-up".into()), false).await, 403);
 }
 
-/// The client logs in once and its requests carry the session (a wrong password never rides it: the session's
-/// key holds the password, `session::tests::a_wrong_password_has_a_session_of_its_own`).
+/// In a process that uses console sessions (a worker, `serve`) the client logs in once and its requests carry the
+/// session (a wrong password never rides it: the session's key holds the password,
+/// `session::tests::a_wrong_password_has_a_session_of_its_own`); at the end the process logs it out and goes on
+/// with basic auth alone.
 #[tokio::test]
 async fn a_client_logs_in_once_and_its_requests_carry_the_session() {
     let bed = TestBed::require().await;
+    // A test of its own process: no other test here runs a worker, which turns sessions on and off.
+    artemis_transfer::broker::jolokia::use_console_sessions();
     let client = JolokiaClient::new(endpoint(bed.node("east-1")), Duration::from_secs(10));
     client.request(&Request::Version).await.expect("first request");
     assert_eq!(client.session_status().await, SessionStatus::Open);
     for _ in 0..3 {
         client.request(&Request::Version).await.expect("a request on the session");
     }
+    artemis_transfer::broker::jolokia::log_out_console_sessions(Duration::from_secs(2)).await;
+    assert_eq!(client.session_status().await, SessionStatus::NotTried, "logged out");
+    client.request(&Request::Version).await.expect("basic auth alone after the logout");
+    assert_eq!(client.session_status().await, SessionStatus::NotTried, "no login once sessions are off");
 }

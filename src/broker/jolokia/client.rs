@@ -145,7 +145,7 @@ impl JolokiaClient {
 
     /// The session cookie for the next request: the shared session's, logged in first when it is due.
     async fn session_cookie(&self) -> Result<Option<Secret<String>>, JolokiaError> {
-        let Some(login_url) = &self.login_url else { return Ok(None) };
+        let Some(login_url) = self.login_url.as_ref().filter(|_| session::enabled()) else { return Ok(None) };
         self.session.cookie(|replaced| self.login(login_url, replaced)).await
     }
 
@@ -156,13 +156,14 @@ impl JolokiaClient {
         &self,
         login_url: &str,
         replaced: Option<Secret<String>>,
-    ) -> Result<Option<Secret<String>>, JolokiaError> {
+    ) -> Result<Option<session::Login>, JolokiaError> {
         tracing::trace!(node = %self.endpoint.node, "console login");
         let credentials = serde_json::json!({
             "username": self.endpoint.user,
             "password": self.endpoint.password.expose(),
         });
-        let mut post = self.http.as_ref().map_err(Clone::clone)?.post(login_url).header("Origin", self.origin.clone());
+        let http = self.http.as_ref().map_err(Clone::clone)?;
+        let mut post = http.post(login_url).header("Origin", self.origin.clone());
         if let Some(cookie) = replaced {
             post = post.header(reqwest::header::COOKIE, cookie.expose().as_str());
         }
@@ -170,7 +171,8 @@ impl JolokiaClient {
         if resp.status().as_u16() != 200 {
             return Ok(None);
         }
-        Ok(session::cookie_header(session::set_cookies(resp.headers())))
+        let logout = session::logout_url(&self.endpoint.url).map(|url| (http.clone(), url));
+        Ok(session::cookie_header(session::set_cookies(resp.headers())).map(|cookie| session::Login { cookie, logout }))
     }
 
     /// Whether this client's requests carry a console session now.

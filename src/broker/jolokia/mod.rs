@@ -23,4 +23,4 @@ pub use ops::{
     AddressSettings, BrokerManagement, BrokerState, FullPolicy, HeapUsage, QueueConfig, QueueState, TopologyMember,
 };
 pub use request::Request;
-pub use session::SessionStatus;
+pub use session::{enable as use_console_sessions, log_out_all as log_out_console_sessions, SessionStatus};

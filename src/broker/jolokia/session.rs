@@ -6,8 +6,14 @@
 //! still carries basic auth, so a session the broker has forgotten (a restart, a failover, a timeout) costs that
 //! one request its login and nothing else. The session is renewed every [`RENEW_AFTER`], so a role removed or a
 //! password changed on the broker reaches a running worker within that time.
+//!
+//! Only a long-lived process uses sessions ([`enable`]: the worker and `serve`), and it logs them out as it ends
+//! ([`log_out_all`]): the 2.40 console keeps a session until the servlet container's timeout, which Artemis leaves
+//! at the container's default, so a command line run every minute would otherwise leave a session on the broker
+//! every minute. A one-shot command makes a call or two and gains nothing from a login of its own.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,14 +24,51 @@ use crate::secret::Secret;
 /// How long a session (or a refused login) is kept before the next request logs in again.
 pub const RENEW_AFTER: Duration = Duration::from_secs(30);
 
+/// Whether this process logs in to consoles ([`enable`]); off unless a long-lived process turns it on.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// This process makes many management calls for a long time (a worker, `serve`): its clients log in to each
+/// console once and carry the session. Call [`log_out_all`] as it ends.
+pub fn enable() {
+    ENABLED.store(true, Ordering::Release);
+}
+
+/// Whether this process's clients use console sessions.
+pub(super) fn enabled() -> bool {
+    ENABLED.load(Ordering::Acquire)
+}
+
+/// A slot's key: the Jolokia URL, the user and the password.
+type SlotKey = (String, String, String);
+
+/// Every slot of this process, for [`log_out_all`].
+static SLOTS: LazyLock<Mutex<HashMap<SlotKey, Arc<Slot>>>> = LazyLock::new(Default::default);
+
+/// Ends every console session this process holds (`GET …/auth/logout` with its cookie), each within `timeout`;
+/// later requests use basic auth alone. Failures are left: the broker's own timeout ends such a session.
+pub async fn log_out_all(timeout: Duration) {
+    ENABLED.store(false, Ordering::Release);
+    let slots: Vec<Arc<Slot>> = SLOTS.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+    for slot in slots {
+        let state = std::mem::take(&mut *slot.state.lock().await);
+        if let State::Open { cookie, logout: Some((http, url)), .. } = state {
+            let sent = http.get(&url).header(reqwest::header::COOKIE, cookie.expose().as_str()).timeout(timeout).send();
+            if let Err(e) = sent.await {
+                tracing::debug!(error = %e.without_url(), "a console logout did not answer");
+            }
+        }
+    }
+}
+
 /// What this process knows about one endpoint's console session.
 #[derive(Default)]
 enum State {
     /// Never tried.
     #[default]
     Unknown,
-    /// Logged in at `since`; `cookie` is the `Cookie` header that names the session.
-    Open { cookie: Secret<String>, since: Instant },
+    /// Logged in at `since`; `cookie` is the `Cookie` header that names the session, `logout` the HTTP client and
+    /// page that end it.
+    Open { cookie: Secret<String>, since: Instant, logout: Option<(reqwest::Client, String)> },
     /// The console had no login for us at `since` (no such page, refused, throttled): basic auth alone until
     /// [`RENEW_AFTER`] has passed.
     Refused { since: Instant },
@@ -35,6 +78,12 @@ enum State {
 #[derive(Default)]
 pub(super) struct Slot {
     state: tokio::sync::Mutex<State>,
+}
+
+/// A login's session: its cookie, and the client and page that log it out (`None`: it is left to the broker).
+pub(super) struct Login {
+    pub(super) cookie: Secret<String>,
+    pub(super) logout: Option<(reqwest::Client, String)>,
 }
 
 /// Whether a client of this endpoint has a session now (for tests and the calls benchmark's words).
@@ -52,8 +101,6 @@ pub enum SessionStatus {
 /// The slot of `url`, `user` and `password` in this process (created empty on first use). The password is part
 /// of the key: a client given a wrong one must be refused, never carried by another client's session.
 pub(super) fn slot(url: &str, user: &str, password: &Secret<String>) -> Arc<Slot> {
-    type Key = (String, String, String);
-    static SLOTS: LazyLock<Mutex<HashMap<Key, Arc<Slot>>>> = LazyLock::new(Default::default);
     let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
     let key = (url.to_string(), user.to_string(), password.expose().clone());
     Arc::clone(slots.entry(key).or_default())
@@ -74,19 +121,20 @@ impl Slot {
     pub(super) async fn cookie<F, Fut, E>(&self, login: F) -> Result<Option<Secret<String>>, E>
     where
         F: FnOnce(Option<Secret<String>>) -> Fut,
-        Fut: std::future::Future<Output = Result<Option<Secret<String>>, E>>,
+        Fut: std::future::Future<Output = Result<Option<Login>, E>>,
     {
         let mut state = self.state.lock().await;
         let replaced = match &*state {
-            State::Open { cookie, since } if since.elapsed() < RENEW_AFTER => return Ok(Some(cookie.clone())),
+            State::Open { cookie, since, .. } if since.elapsed() < RENEW_AFTER => return Ok(Some(cookie.clone())),
             State::Refused { since } if since.elapsed() < RENEW_AFTER => return Ok(None),
             State::Open { cookie, .. } => Some(cookie.clone()),
             _ => None,
         };
         let since = Instant::now();
-        let cookie = login(replaced).await?;
-        *state = match &cookie {
-            Some(cookie) => State::Open { cookie: cookie.clone(), since },
+        let login = login(replaced).await?;
+        let cookie = login.as_ref().map(|l| l.cookie.clone());
+        *state = match login {
+            Some(Login { cookie, logout }) => State::Open { cookie, since, logout },
             None => State::Refused { since },
         };
         Ok(cookie)
@@ -105,11 +153,20 @@ impl Slot {
 /// The console's login page beside a Jolokia URL: `…/console/jolokia` → `…/console/auth/login`. `None` when the
 /// URL does not end in `/jolokia` (an agent not behind the console has no login page: basic auth alone).
 pub(super) fn login_url(jolokia_url: &str) -> Option<String> {
+    page_beside(jolokia_url, "auth/login")
+}
+
+/// The console's logout page beside a Jolokia URL (as [`login_url`]).
+pub(super) fn logout_url(jolokia_url: &str) -> Option<String> {
+    page_beside(jolokia_url, "auth/logout")
+}
+
+fn page_beside(jolokia_url: &str, page: &str) -> Option<String> {
     let mut url = reqwest::Url::parse(jolokia_url).ok()?;
     let path = url.path().trim_end_matches('/');
     let base = path.strip_suffix("/jolokia")?;
-    let login = format!("{base}/auth/login");
-    url.set_path(&login);
+    let page = format!("{base}/{page}");
+    url.set_path(&page);
     url.set_query(None);
     Some(url.to_string())
 }
@@ -148,6 +205,10 @@ mod tests {
         assert_eq!(login_url("http://h/jolokia").as_deref(), Some("http://h/auth/login"));
         assert_eq!(login_url("http://h/console/jolokia-agent"), None);
         assert_eq!(login_url("not a url"), None);
+        assert_eq!(
+            logout_url("http://127.0.0.1:8161/console/jolokia").as_deref(),
+            Some("http://127.0.0.1:8161/console/auth/logout")
+        );
     }
 
     #[test]
@@ -175,10 +236,11 @@ mod tests {
     async fn one_login_serves_until_it_is_due_again_and_a_refusal_is_not_retried_at_once() {
         let slot = Slot::default();
         assert_eq!(slot.status().await, SessionStatus::NotTried);
-        let unreached = slot.cookie(|_| async { Err::<Option<Secret<String>>, _>("unreachable") }).await;
+        let unreached = slot.cookie(|_| async { Err::<Option<Login>, _>("unreachable") }).await;
         assert_eq!(unreached.err(), Some("unreachable"));
         assert_eq!(slot.status().await, SessionStatus::NotTried, "a login that reached nothing changes nothing");
-        let first = slot.cookie(|_| async { Ok::<_, ()>(Some(Secret::new("s=1".to_string()))) }).await;
+        let login = || Login { cookie: Secret::new("s=1".to_string()), logout: None };
+        let first = slot.cookie(|_| async { Ok::<_, ()>(Some(login())) }).await;
         assert_eq!(first.unwrap().as_ref().map(|c| c.expose().as_str()), Some("s=1"));
         let again = slot.cookie(|_| async { panic!("a fresh session logs in again") as Result<_, ()> }).await;
         assert_eq!(again.unwrap().as_ref().map(|c| c.expose().as_str()), Some("s=1"));
