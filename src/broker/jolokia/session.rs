@@ -86,7 +86,7 @@ pub(super) struct Login {
     pub(super) logout: Option<(reqwest::Client, String)>,
 }
 
-/// Whether a client of this endpoint has a session now (for tests and the calls benchmark's words).
+/// Whether a client of this endpoint has a session now (what the tests ask of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SessionStatus {
