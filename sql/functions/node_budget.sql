@@ -7,6 +7,10 @@
 --   transfer_node_reserve(node, cost)  takes the tokens at once, in the order the callers come, and answers how long
 --                                      to wait before the call (first come, first served: a big request is not
 --                                      starved by cheaper ones)
+--   transfer_node_reserve_ahead(node, cost, ahead)
+--                                      transfer_node_reserve, and with it up to `ahead` seconds' worth of spare
+--                                      tokens the bucket holds beyond the cost now (never into debt): a worker
+--                                      spends them on its next calls to the node within `ahead`, or they lapse
 -- Call them in a short transaction of their own: they lock the node's row until the caller commits.
 
 -- The bucket of p_node as of p_at, locked for the caller's transaction: its rate and what it holds (negative while
@@ -64,12 +68,31 @@ CREATE OR REPLACE FUNCTION transfer_node_reserve(p_node text, p_cost double prec
 RETURNS double precision
 LANGUAGE plpgsql
 AS $$
+BEGIN
+    -- One rule for taking tokens: transfer_node_reserve_ahead's, with no spare tokens.
+    RETURN (SELECT r.wait FROM transfer_node_reserve_ahead(p_node, p_cost, 0) AS r);
+END;
+$$;
+
+-- transfer_node_reserve, and the spare tokens the bucket holds now beyond p_cost, up to p_ahead seconds' worth: the
+-- seconds to wait before the call, and how many spare tokens were taken with it. Spare tokens are taken only from
+-- what is there (never into debt), so they never make this caller or a later one wait longer than the cost alone
+-- would; a bucket in debt, or one a caller is waiting on, gives none.
+CREATE OR REPLACE FUNCTION transfer_node_reserve_ahead(
+    p_node text, p_cost double precision, p_ahead double precision,
+    OUT wait double precision, OUT spare integer)
+LANGUAGE plpgsql
+AS $$
 DECLARE
     at_now timestamptz := clock_timestamp();
     b      record;
 BEGIN
+    IF p_ahead IS NULL OR p_ahead < 0 THEN
+        RAISE EXCEPTION 'spare tokens ahead % must be >= 0 seconds', p_ahead;
+    END IF;
     SELECT * INTO b FROM transfer_node_bucket(p_node, p_cost, at_now);
-    UPDATE node_budget SET tokens = b.available - p_cost, refilled_at = at_now WHERE node = p_node;
-    RETURN greatest(0, least(p_cost, b.rate) - b.available) / b.rate;
+    spare := greatest(0, least(floor(b.available - p_cost), floor(b.rate * p_ahead)))::integer;
+    UPDATE node_budget SET tokens = b.available - p_cost - spare, refilled_at = at_now WHERE node = p_node;
+    wait := greatest(0, least(p_cost, b.rate) - b.available) / b.rate;
 END;
 $$;

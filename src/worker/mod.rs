@@ -59,9 +59,10 @@ pub fn registry() -> Registry {
 }
 
 /// Every handler of this build: `probe` and the transfer kinds, whose management calls draw from the per-node
-/// permits in `pool`. Makes the relay's spool (refused when its directory is not private).
+/// permits in `pool`, keeping spare tokens for the next calls as a long-lived worker does
+/// ([`PgPermits::with_spares`]). Makes the relay's spool (refused when its directory is not private).
 pub fn transfer_registry(pool: &PgPool, relay: RelayConfig) -> Result<Registry, SpoolError> {
-    let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::new(pool.clone()));
+    let permits: Arc<dyn PermitSource> = Arc::new(PgPermits::with_spares(pool.clone()));
     Ok(registry().with(relay::KIND, TransferHandler::new(relay, Some(permits))?))
 }
 

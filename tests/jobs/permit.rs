@@ -1,6 +1,7 @@
 //! The per-node token bucket: the SQL functions `transfer_node_permit(node, cost)` (`sql/functions/node_budget.sql`),
-//! called from SQL as the Studio backend calls it, and `transfer_node_reserve(node, cost)`, which the Rust limiter
-//! (`src/limiter.rs`) calls, tested here through it too.
+//! called from SQL as the Studio backend calls it, `transfer_node_reserve(node, cost)`, and
+//! `transfer_node_reserve_ahead(node, cost, ahead)`, which the Rust limiter (`src/limiter.rs`) calls, tested here
+//! through it too.
 
 use artemis_transfer::jobs::settings;
 use sqlx::PgPool;
@@ -140,4 +141,74 @@ async fn a_costly_request_is_not_starved_by_cheap_ones_and_the_rate_holds() {
     assert!(waited < Duration::from_millis(2500), "the costly request waited {waited:?}");
     // Everything granted until then fits the full bucket at the start plus the refill since.
     assert!(tokens <= 6.0 + 6.0 * at + 1.0, "{tokens} tokens in {at:.2} s at 6/s");
+}
+
+async fn reserve_ahead(pool: &PgPool, node: &str, cost: f64, ahead: f64) -> (f64, i32) {
+    sqlx::query_as("SELECT wait, spare FROM transfer_node_reserve_ahead($1, $2, $3)")
+        .bind(node)
+        .bind(cost)
+        .bind(ahead)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn tokens(pool: &PgPool, node: &str) -> f64 {
+    sqlx::query_scalar("SELECT tokens FROM node_budget WHERE node = $1").bind(node).fetch_one(pool).await.unwrap()
+}
+
+/// `transfer_node_reserve_ahead` takes the cost as `transfer_node_reserve` does, and with it spare tokens only from
+/// what the bucket holds beyond the cost, up to `ahead` seconds' worth: never into debt, so a spare never makes
+/// anybody wait.
+#[tokio::test]
+async fn spare_tokens_come_only_from_what_the_bucket_holds() {
+    let db = support::db("permit_ahead").await;
+    settings::set(&db.pool, "node_calls_per_second", 20.into(), "test").await.unwrap();
+    assert_eq!(reserve_ahead(&db.pool, "east-1", 1.0, 0.1).await, (0.0, 2), "a full bucket of 20: 1 and 0.1 s's worth");
+    assert_eq!(reserve_ahead(&db.pool, "east-1", 1.0, 0.0).await, (0.0, 0), "nothing ahead, no spare");
+    assert!(tokens(&db.pool, "east-1").await <= 16.5, "4 taken in all, less the refill since");
+    // A bucket drained to its last tokens gives what it holds beyond the cost, then none.
+    assert_eq!(reserve_ahead(&db.pool, "east-1", 14.0, 0.0).await.1, 0);
+    let (wait, spare) = reserve_ahead(&db.pool, "east-1", 1.0, 0.5).await;
+    assert!(wait == 0.0 && (1..=2).contains(&spare), "~2 tokens left: one for the call, the rest spare ({spare})");
+    let (wait, spare) = reserve_ahead(&db.pool, "east-1", 1.0, 0.5).await;
+    assert!(wait > 0.0 && spare == 0, "an empty bucket: the call waits and takes no spare ({wait}, {spare})");
+    let (wait, spare) = reserve_ahead(&db.pool, "east-1", 1.0, 0.5).await;
+    assert!(wait > 0.0 && spare == 0, "in debt: behind the one before, no spare ({wait}, {spare})");
+    assert!(sqlx::query("SELECT transfer_node_reserve_ahead('east-1', 1, -1)").execute(&db.pool).await.is_err());
+}
+
+/// Through the worker's limiter: calls to a node within [`SPARE_AHEAD`] of a reservation are paid from its spare
+/// tokens without asking the database, and the bucket is charged for them all the same.
+#[tokio::test]
+async fn a_workers_calls_are_paid_from_spare_tokens_within_their_time() {
+    use artemis_transfer::broker::permits::PermitSource;
+    use artemis_transfer::limiter::{PgPermits, SPARE_AHEAD};
+
+    let db = support::db("permit_spares").await;
+    settings::set(&db.pool, "node_calls_per_second", 100.into(), "test").await.unwrap();
+    let permits = PgPermits::with_spares(db.pool.clone());
+    permits.acquire("east-1", 1).await.unwrap();
+    let first = reserved_at(&db.pool, "east-1").await;
+    assert!(tokens(&db.pool, "east-1").await <= 89.01, "the call and 0.1 s's worth at 100/s taken at once");
+    for _ in 0..10 {
+        permits.acquire("east-1", 1).await.unwrap();
+    }
+    assert_eq!(reserved_at(&db.pool, "east-1").await, first, "ten calls paid from the spare tokens");
+    permits.acquire("east-1", 1).await.unwrap();
+    let second = reserved_at(&db.pool, "east-1").await;
+    assert_ne!(second, first, "the spare tokens spent, the next call reserves");
+    // Unspent ones lapse.
+    tokio::time::sleep(SPARE_AHEAD).await;
+    permits.acquire("east-1", 1).await.unwrap();
+    assert_ne!(reserved_at(&db.pool, "east-1").await, second, "after SPARE_AHEAD the call reserves again");
+    // A caller that ends soon takes exactly its cost.
+    let exact = PgPermits::new(db.pool.clone());
+    exact.acquire("west-1", 1).await.unwrap();
+    assert!((tokens(&db.pool, "west-1").await - 99.0).abs() < 0.01, "one token, no spare");
+}
+
+/// When `node`'s bucket was last reserved from (its refill time, set by every reservation).
+async fn reserved_at(pool: &PgPool, node: &str) -> chrono::DateTime<chrono::Utc> {
+    sqlx::query_scalar("SELECT refilled_at FROM node_budget WHERE node = $1").bind(node).fetch_one(pool).await.unwrap()
 }
