@@ -11,6 +11,7 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use tower::ServiceExt as _;
 
+use testbed::TestQueues;
 use world::{ConsoleWorld, ADMIN, EAST_ONLY, HOSTILE_QUEUE, READER, TOKEN};
 
 /// The CSP the console promises (ADR 0014), spelled out here so that a change to it is a change to this test.
@@ -404,19 +405,22 @@ async fn under_tls_the_session_cookie_is_secure_and_host_only() {
 }
 
 /// A queue on east-1 holding `count` of [`crate::queues::send_colored`]'s messages (the first with a hostile body
-/// and property), in a world with the test bed's clusters registered, and the console over it.
+/// and property), in a world with the test bed's clusters registered, and the console over it; the queue is removed
+/// when the [`TestQueues`] given first is dropped.
 async fn console_beside_a_queue(
     label: &str,
     queue_suffix: &str,
     count: i64,
-) -> (crate::support::World, axum::Router, String) {
+) -> (TestQueues, crate::support::World, axum::Router, String) {
     let bed = testbed::TestBed::require().await;
+    let queues = TestQueues::new();
     let queue = format!("{}{queue_suffix}", testbed::unique_name(label));
+    queues.add(bed.node("east-1"), &queue);
     crate::support::create_queue(bed.node("east-1"), &queue).await;
     crate::queues::send_colored(bed.node("east-1"), &queue, count).await;
     let world = crate::support::World::new(label, &[]).await;
     let app = ConsoleWorld::on(world.pool.clone()).await.app();
-    (world, app, queue)
+    (queues, world, app, queue)
 }
 
 /// The Messages page of `queue` on east-1, with `query`.
@@ -424,15 +428,10 @@ fn messages_page(queue: &str, query: &str) -> String {
     format!("/console/clusters/east/nodes/east-1/queues/{}{query}", encoded(queue))
 }
 
-async fn destroy(queue: &str) {
-    let bed = testbed::TestBed::get();
-    crate::support::management(bed.node("east-1")).destroy_queue(queue).await.unwrap();
-}
-
 #[tokio::test]
 async fn queue_names_properties_and_bodies_are_shown_as_text_and_a_bad_filter_is_refused_in_words() {
     let hostile = "_<b>q</b>\"'&<img src=x onerror=alert(4)>";
-    let (_world, app, queue) = console_beside_a_queue("console_messages", hostile, 3).await;
+    let (_queues, _world, app, queue) = console_beside_a_queue("console_messages", hostile, 3).await;
     let (cookie, _) = sign_in(&app, ADMIN).await;
     // The node's queues, with the hostile name as text and its depth.
     let queues = send(
@@ -466,12 +465,11 @@ async fn queue_names_properties_and_bodies_are_shown_as_text_and_a_bad_filter_is
     let verdict = send(&app, get("/console/selector/check?filter=n%20%3E", Some(&cookie))).await;
     assert_eq!(verdict.status, StatusCode::OK, "{}", verdict.body);
     assert!(verdict.body.contains("\"readable\":false") && verdict.body.contains("\"column\":4"), "{}", verdict.body);
-    destroy(&queue).await;
 }
 
 #[tokio::test]
 async fn an_operator_who_may_only_read_gets_no_transfer_button_and_a_refused_dialog() {
-    let (world, app, queue) = console_beside_a_queue("console_reader_msgs", "", 2).await;
+    let (_queues, world, app, queue) = console_beside_a_queue("console_reader_msgs", "", 2).await;
     let (cookie, token) = sign_in(&app, READER).await;
     let page = send(&app, get(&messages_page(&queue, ""), Some(&cookie))).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
@@ -487,12 +485,11 @@ async fn an_operator_who_may_only_read_gets_no_transfer_button_and_a_refused_dia
     assert_eq!(posted.status, StatusCode::FORBIDDEN, "{}", posted.body);
     let (previews,): (i64,) = sqlx::query_as("SELECT count(*) FROM transfer_run").fetch_one(&world.pool).await.unwrap();
     assert_eq!(previews, 0, "nothing was previewed");
-    destroy(&queue).await;
 }
 
 #[tokio::test]
 async fn a_cluster_the_operator_may_not_see_is_absent_and_not_found() {
-    let (_world, app, queue) = console_beside_a_queue("console_invisible_cluster", "", 1).await;
+    let (_queues, _world, app, queue) = console_beside_a_queue("console_invisible_cluster", "", 1).await;
     let (cookie, _) = sign_in(&app, EAST_ONLY).await;
     let clusters = send(&app, get("/console/clusters", Some(&cookie))).await;
     assert!(clusters.body.contains("east/east-1") && !clusters.body.contains("west"), "{}", clusters.body);
@@ -510,12 +507,11 @@ async fn a_cluster_the_operator_may_not_see_is_absent_and_not_found() {
     let page = send(&app, get(&dialog, Some(&cookie))).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("east / east-2") && !page.body.contains("west"), "{}", page.body);
-    destroy(&queue).await;
 }
 
 #[tokio::test]
 async fn the_dialog_previews_the_ticked_messages_and_executes_once_armed_all_audited_as_console() {
-    let (world, app, queue) = console_beside_a_queue("console_dialog", "", 3).await;
+    let (_queues, world, app, queue) = console_beside_a_queue("console_dialog", "", 3).await;
     sqlx::query(
         "INSERT INTO transfer_grant (principal, cluster, permission, granted_by) VALUES ('sendless', '*', 'message:move', 'test')",
     )
@@ -601,7 +597,6 @@ async fn the_dialog_previews_the_ticked_messages_and_executes_once_armed_all_aud
         .execute(&world.pool)
         .await
         .unwrap();
-    destroy(&queue).await;
 }
 
 /// Staging with no run: an orphan is listed with what a return does; its return needs its name typed, then puts
@@ -610,10 +605,11 @@ async fn the_dialog_previews_the_ticked_messages_and_executes_once_armed_all_aud
 async fn staging_with_no_run_is_listed_and_returned_through_its_form_audited_as_console() {
     use artemis_transfer::broker::jolokia::RoutingType;
     use artemis_transfer::transfer::staging::{self, StagingSpec};
-    let (world, app, queue) = console_beside_a_queue("console_orphan", "", 5).await;
+    let (queues, world, app, queue) = console_beside_a_queue("console_orphan", "", 5).await;
     let mgmt = crate::support::management(testbed::TestBed::get().node("east-1"));
     let orphan_run = uuid::Uuid::new_v4();
     let orphan = staging::staging_queue_name(orphan_run);
+    queues.add(testbed::TestBed::get().node("east-1"), &orphan);
     staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, 5)).await.unwrap();
     let mbean = mgmt.queue_mbean(&queue, RoutingType::Anycast, &queue);
     let moved = staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", 5, None).await.unwrap();
@@ -644,7 +640,6 @@ async fn staging_with_no_run_is_listed_and_returned_through_its_form_audited_as_
     assert_eq!(via.as_deref(), Some("console"));
     let back = crate::support::census(testbed::TestBed::get().node("east-1"), &queue).await;
     assert_eq!(back.values().sum::<usize>(), 5, "every message back on its queue: {back:?}");
-    destroy(&queue).await;
 }
 
 /// Settings are an admin's: a reader gets no such page; an admin's change is validated in words, refused when the
@@ -758,9 +753,10 @@ async fn a_proxys_operator_header_is_honoured_only_from_a_configured_proxy() {
 /// asked for when it may be chosen, and its queues, hostile names as text.
 #[tokio::test]
 async fn the_dialogs_queue_picker_lists_the_chosen_target_nodes_queues() {
-    let (_world, app, queue) = console_beside_a_queue("console_picker", "", 1).await;
+    let (queues, _world, app, queue) = console_beside_a_queue("console_picker", "", 1).await;
     let bed = testbed::TestBed::get();
     let picked_queue = format!("{}_<i>dst</i>", testbed::unique_name("console_picker"));
+    queues.add(bed.node("east-2"), &picked_queue);
     crate::support::create_queue(bed.node("east-2"), &picked_queue).await;
     let (cookie, _) = sign_in(&app, ADMIN).await;
     let dialog = format!(
@@ -776,8 +772,6 @@ async fn the_dialogs_queue_picker_lists_the_chosen_target_nodes_queues() {
     let shown = picked_queue.replace('<', "&#60;").replace('>', "&#62;");
     assert!(picker.contains(&format!("<option value=\"{shown}\">")), "{picker}");
     assert!(!picker.contains("<i>"), "{picker}");
-    let _ = crate::support::management(bed.node("east-2")).destroy_queue(&picked_queue).await;
-    destroy(&queue).await;
 }
 
 /// Redistribute to a node (SPEC §1), the dialog's third way: the source's cluster and queue fixed, the node picked
@@ -786,7 +780,7 @@ async fn the_dialogs_queue_picker_lists_the_chosen_target_nodes_queues() {
 /// the preview and on the run's page.
 #[tokio::test]
 async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the_source_node() {
-    let (world, app, queue) = console_beside_a_queue("console_redistribute", "", 2).await;
+    let (_queues, world, app, queue) = console_beside_a_queue("console_redistribute", "", 2).await;
     let (cookie, token) = sign_in(&app, ADMIN).await;
     let dialog = format!("/console/transfer/new?cluster=east&node=east-1&queue={}&take=all", encoded(&queue));
     let page = send(&app, get(&dialog, Some(&cookie))).await;
@@ -882,7 +876,6 @@ async fn the_dialog_redistributes_to_another_node_of_the_cluster_and_refuses_the
     let radio = &radio[..radio.find("</label>").unwrap()];
     assert!(radio.starts_with("value=\"redistribute\" disabled>") && radio.contains("message:send"), "{radio}");
     sqlx::query("UPDATE transfer_run SET state = 'failed' WHERE id = $1").bind(run).execute(&world.pool).await.unwrap();
-    destroy(&queue).await;
 }
 
 /// `GET /api/v1/runs/{run}/actions` answers what the run's page offers, from the one rule (`actions::offered`): by the

@@ -7,10 +7,12 @@
 
 use std::time::{Duration, Instant};
 
+use artemis_transfer::transfer::staging::staging_queue_name;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use testbed::fidelity::Produce;
 use testbed::scratch::{ScratchBroker, ScratchOptions};
+use testbed::TestQueues;
 use uuid::Uuid;
 
 use super::support::{self, assert_accounting, census, register_scratch, Census, World, OPERATOR, SCRATCH_CREDENTIALS};
@@ -41,7 +43,8 @@ async fn a_whole_api_session_lets_out_no_secret_and_no_brokers_address() {
     let mut broker =
         ScratchBroker::start_with("api_leaks_dst", ScratchOptions { web: true, ..Default::default() }).await;
     let east = testbed::TestBed::require().await.node("east-1");
-    let source = testbed::unique_name("api_leaks_src");
+    let queues = TestQueues::new();
+    let source = queues.name(east, "api_leaks_src");
     let target = testbed::unique_name("api_leaks_dst");
     support::create_queue(east, &source).await;
     let produce = Produce { count: 20, kinds: "bytes".into(), ..Produce::default() };
@@ -59,6 +62,7 @@ async fn a_whole_api_session_lets_out_no_secret_and_no_brokers_address() {
     world.spawn_worker("w1", &env).await;
 
     let (run, stored) = preview_from_east(&api, &source, ("target", "scratch"), &target).await;
+    queues.add(east, &staging_queue_name(run));
 
     // The target goes away before the run starts: the worker's errors name its host and port.
     broker.kill().await;
@@ -114,7 +118,6 @@ async fn a_whole_api_session_lets_out_no_secret_and_no_brokers_address() {
         assert!(!log.contains(password.as_str()), "{} holds the test bed's password", path.display());
     }
     eprintln!("api_leaks: the worker wrote {raw:?}; the API said {last_error:?}");
-    support::management(east).destroy_queue(&source).await.unwrap();
 }
 
 /// Words that reached a run by another path than the API (which refuses control characters at the door) — the SQL
@@ -123,7 +126,8 @@ async fn a_whole_api_session_lets_out_no_secret_and_no_brokers_address() {
 #[tokio::test]
 async fn the_command_line_shows_control_characters_in_a_runs_words_without_obeying_them() {
     let east = testbed::TestBed::require().await.node("east-1");
-    let source = testbed::unique_name("cli_escape_src");
+    let queues = TestQueues::new();
+    let source = queues.name(east, "cli_escape_src");
     support::create_queue(east, &source).await;
     let world = World::new("cli_escape", &[]).await;
     let stored = world
@@ -156,7 +160,6 @@ async fn the_command_line_shows_control_characters_in_a_runs_words_without_obeyi
             assert_eq!(view["stop_reason"], json!(reason), "the JSON still means the same");
         }
     }
-    support::management(east).destroy_queue(&source).await.unwrap();
 }
 
 /// `artemis-transfer cluster add` of the TLS node as `secure`, by its Core URL `core_url`, with the credentials
@@ -202,6 +205,7 @@ async fn every_row(world: &World) -> Vec<(String, String)> {
 async fn a_tls_session_with_an_encrypted_key_lets_out_neither_its_passphrase_nor_the_password() {
     let bed = testbed::TestBed::require().await;
     let (east, secure) = (bed.node("east-1"), bed.node("secure-1"));
+    let queues = TestQueues::new();
     let tls = secure.tls.as_ref().expect("secure-1 is a TLS node");
     let passphrase = format!("passphrase-{}", Uuid::new_v4().simple());
     let mut world = World::new("api_tls_leaks", &[("batch_size", json!(25))]).await;
@@ -221,8 +225,8 @@ async fn a_tls_session_with_an_encrypted_key_lets_out_neither_its_passphrase_nor
     let (added, printed) = add_secure_cluster(&world, &core_url, &env);
     assert!(added, "{printed}");
 
-    let source = testbed::unique_name("api_tls_leaks_src");
-    let target = testbed::unique_name("api_tls_leaks_dst");
+    let source = queues.name(east, "api_tls_leaks_src");
+    let target = queues.name(secure, "api_tls_leaks_dst");
     support::create_queue(east, &source).await;
     support::create_queue(secure, &target).await;
     let produce = Produce { count: 60, prefix: "tls-leaks-".into(), kinds: "text,bytes".into(), ..Produce::default() };
@@ -270,6 +274,4 @@ async fn a_tls_session_with_an_encrypted_key_lets_out_neither_its_passphrase_nor
         assert!(!text.contains(&passphrase), "{place} holds the key's passphrase");
         assert!(!text.contains(secure.password.as_str()), "{place} holds the broker password");
     }
-    support::management(east).destroy_queue(&source).await.unwrap();
-    support::management(secure).destroy_queue(&target).await.unwrap();
 }

@@ -28,7 +28,8 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use testbed::TestBed;
+use artemis_transfer::transfer::staging::staging_queue_name;
+use testbed::{TestBed, TestQueues};
 use uuid::Uuid;
 
 mod console;
@@ -253,6 +254,16 @@ fn move_body(source: &str, target: &str) -> Value {
     })
 }
 
+/// The source (east-1) and target (west-1) of [`source_and_target`], removed with their messages when the guard is
+/// dropped, at the end of the test or as a failed assertion unwinds it: bind it before the test's `serve` and
+/// worker, so that they stop first.
+fn removed_at_end(source: &str, target: &str) -> TestQueues {
+    let bed = TestBed::get();
+    let queues = TestQueues::new();
+    queues.add(bed.node("east-1"), source).add(bed.node("west-1"), target);
+    queues
+}
+
 /// Previews a move through the API (201, runnable) and executes it; returns the run.
 async fn preview_and_execute(api: &Api, source: &str, target: &str) -> Uuid {
     let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(source, target)).await;
@@ -429,6 +440,7 @@ async fn ready_is_not_ready_while_another_builds_sql_functions_are_applied() {
 #[tokio::test]
 async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() {
     let (source, target, ids) = source_and_target("api_move", 300).await;
+    let queues = removed_at_end(&source, &target);
     // 300 at 200 a second: its six batches span more than a second, so its rate has two samples at least.
     let mut world = World::new("api_move", &[("batch_size", json!(50)), ("messages_per_second", json!(200))]).await;
     let api = Api::start(&world).await;
@@ -438,6 +450,7 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
     assert_eq!(status, StatusCode::CREATED, "{stored}");
     assert_eq!(stored["preview"]["selection_size"], json!(300), "{stored:#}");
     let run: Uuid = stored["run_id"].as_str().unwrap().parse().unwrap();
+    queues.add(TestBed::get().node("east-1"), &staging_queue_name(run));
     let path = |tail: &str| format!("/api/v1/runs/{run}{tail}");
 
     // Execute refuses a wrong hash, then a missing typed name, each with its slug; then starts.
@@ -529,10 +542,12 @@ async fn a_move_through_the_api_is_previewed_executed_and_followed_to_its_end() 
 #[tokio::test]
 async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
     let (source, target, ids) = source_and_target("api_return", 400).await;
+    let queues = removed_at_end(&source, &target);
     let mut world = World::new("api_return", &[("batch_size", json!(20)), ("messages_per_second", json!(40))]).await;
     let api = Api::start(&world).await;
     world.spawn_worker("w1", &[]).await;
     let run = preview_and_execute(&api, &source, &target).await;
+    queues.add(TestBed::get().node("east-1"), &staging_queue_name(run));
     let path = |tail: &str| format!("/api/v1/runs/{run}{tail}");
     let state = |world: &World| {
         let pool = world.pool.clone();
@@ -599,6 +614,7 @@ async fn a_run_is_stopped_resumed_and_returned_through_the_api() {
 #[tokio::test]
 async fn refusals_answer_with_a_slug_words_and_the_missing_grant() {
     let (source, target, _) = source_and_target("api_refuse", 5).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_refuse", &[]).await;
     let api = Api::start(&world).await;
     for cluster in ["east", "west"] {
@@ -754,8 +770,9 @@ async fn a_retry_to_the_original_queues_is_previewed_and_run_through_the_api() {
     // `source_and_target` gives a queue of 40 messages on east-1; its messages are dead-lettered into a queue of
     // the test's own on the same node.
     let (original, unused, ids) = source_and_target("api_retry", 40).await;
+    let queues = removed_at_end(&original, &unused);
     let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&unused).await;
-    let dlq = testbed::unique_name("api_retry_dlq");
+    let dlq = queues.name(east, "api_retry_dlq");
     support::create_queue(east, &dlq).await;
     j.add_address_settings(&original, &json!({ "deadLetterAddress": dlq }).to_string()).await.unwrap();
     let moved = j
@@ -809,8 +826,6 @@ async fn a_retry_to_the_original_queues_is_previewed_and_run_through_the_api() {
     assert_exactly_once(&ids, &back, &[&left]);
     assert_accounting(&counters, &Census::moved(&ids, &back, &left));
     let _ = j.remove_address_settings(&original).await;
-    let _ = j.destroy_queue(&original).await;
-    let _ = j.destroy_queue(&dlq).await;
 }
 
 /// `/me` names the caller and its grants; a run's audit trail shows its preview and each execute attempt, and a
@@ -818,6 +833,7 @@ async fn a_retry_to_the_original_queues_is_previewed_and_run_through_the_api() {
 #[tokio::test]
 async fn the_caller_sees_its_grants_and_the_audit_trails_without_the_plan_hash() {
     let (source, target, _) = source_and_target("api_audit", 3).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_audit", &[]).await;
     let api = Api::start(&world).await;
 
@@ -869,9 +885,6 @@ async fn the_caller_sees_its_grants_and_the_audit_trails_without_the_plan_hash()
         let (status, answer) = api.get(&path, "nobody").await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
     }
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// `count` moves from `source` to `target` previewed through the API, in the order made.
@@ -890,6 +903,7 @@ async fn previewed(api: &Api, source: &str, target: &str, count: usize) -> Vec<U
 #[tokio::test]
 async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
     let (source, target, _) = source_and_target("api_pages", 2).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_pages", &[]).await;
     let api = Api::start(&world).await;
     let made: Vec<String> = previewed(&api, &source, &target, 4).await.iter().map(Uuid::to_string).collect();
@@ -925,9 +939,6 @@ async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
     }
     let (status, _) = api.get("/api/v1/runs?cursor=not-a-cursor", OPERATOR).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// The cheap poll of the list: `changed_after` = an earlier answer's `as_of` lists the runs changed since and no
@@ -937,6 +948,7 @@ async fn runs_are_listed_a_page_at_a_time_by_cursor_with_filters() {
 #[tokio::test]
 async fn the_runs_changed_after_an_answer_are_listed_and_none_committing_late_is_missed() {
     let (source, target, _) = source_and_target("api_changes", 2).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_changes", &[]).await;
     let api = Api::start(&world).await;
     let mut made = previewed(&api, &source, &target, 3).await;
@@ -1010,9 +1022,6 @@ async fn the_runs_changed_after_an_answer_are_listed_and_none_committing_late_is
         let words = answer["detail"].as_str().unwrap();
         assert!(words.contains("changed_after must be an instant in RFC 3339"), "{words}");
     }
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// An answer's `as_of` (a JSON string) as a query value: its `+` or `:` percent-encoded.
@@ -1026,6 +1035,7 @@ fn encoded(as_of: &Value) -> String {
 #[tokio::test]
 async fn a_request_sent_again_with_its_idempotency_key_is_answered_once() {
     let (source, target, _) = source_and_target("api_idem", 2).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_idem", &[]).await;
     let api = Api::start(&world).await;
     let post = |path: String, operator: &'static str, key: &'static str, body: Value| {
@@ -1081,10 +1091,6 @@ async fn a_request_sent_again_with_its_idempotency_key_is_answered_once() {
     assert_eq!((status, slug(&answer)), (StatusCode::CONFLICT, "run-state"), "{answer}");
     let (status, _, answer) = post(path, OPERATOR, "bad key", json!({})).await;
     assert_eq!((status, slug(&answer)), (StatusCode::BAD_REQUEST, "invalid-request"), "{answer}");
-
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// A caller holds at most `api.streams_per_caller` event streams open: one more is answered 429 `too-many-streams`
@@ -1092,6 +1098,7 @@ async fn a_request_sent_again_with_its_idempotency_key_is_answered_once() {
 #[tokio::test]
 async fn a_caller_holds_at_most_its_share_of_open_event_streams() {
     let (source, target, _) = source_and_target("api_stream_cap", 1).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_stream_cap", &[]).await;
     let api = Api::start_with(&world, &[("ARTEMIS_TRANSFER__API__STREAMS_PER_CALLER", "2")]).await;
     // No worker: the run stays queued, so its streams stay open.
@@ -1116,9 +1123,6 @@ async fn a_caller_holds_at_most_its_share_of_open_event_streams() {
         (response.status() == StatusCode::OK).then_some(response)
     })
     .await;
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// The event streams of one run share one poll: twenty streams open on a queued run cost the database about what
@@ -1126,6 +1130,7 @@ async fn a_caller_holds_at_most_its_share_of_open_event_streams() {
 #[tokio::test]
 async fn the_streams_of_one_run_share_one_poll() {
     let (source, target, _) = source_and_target("api_stream_share", 1).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_stream_share", &[]).await;
     let env = [("ARTEMIS_TRANSFER__API__STREAMS_PER_CALLER", "20"), ("ARTEMIS_TRANSFER__API__EVENTS_POLL_MS", "100")];
     let api = Api::start_with(&world, &env).await;
@@ -1152,9 +1157,6 @@ async fn the_streams_of_one_run_share_one_poll() {
     for stream in streams {
         stream.abort();
     }
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// The transactions a second committed in `pool`'s database over `window` (after a second to settle).
@@ -1185,6 +1187,7 @@ async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_aud
     // sessions, 40 came back within 100 ms).
     const MESSAGES: u32 = 3_000;
     let (source, target, ids) = source_and_target("api_orphan_deadline", MESSAGES).await;
+    let queues = removed_at_end(&source, &target);
     let bed = TestBed::require().await;
     let east1 = bed.node("east-1");
     let mgmt = support::management(east1);
@@ -1193,6 +1196,7 @@ async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_aud
     // The orphan: staging made for a uuid no run has, filled by the broker's move from the source.
     let orphan_run = Uuid::new_v4();
     let orphan = staging::staging_queue_name(orphan_run);
+    queues.add(east1, &orphan);
     staging::prepare(&mgmt, &StagingSpec::for_run(orphan_run, MESSAGES)).await.unwrap();
     let mbean = mgmt.queue_mbean(&source, RoutingType::Anycast, &source);
     let moved = staging::refill_by_filter(&mgmt, &mbean, &orphan, "AMQPriority >= 0", MESSAGES, None).await.unwrap();
@@ -1213,8 +1217,6 @@ async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_aud
     assert_exactly_once(&ids, &census(east1, &source).await, &[]);
     let (_, listed) = api.get("/api/v1/orphans", OPERATOR).await;
     assert!(!listed.to_string().contains(&orphan), "the staging queue is gone: {listed}");
-    let _ = testbed::jolokia::Jolokia::new(east1).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// A measurement, not a check (docs/BENCHMARKS.md): what `STREAMS` (100) open event streams on one queued run cost
@@ -1225,6 +1227,7 @@ async fn an_orphan_return_that_outlives_the_request_deadline_finishes_and_is_aud
 async fn open_event_streams_cost() {
     let n: usize = std::env::var("STREAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let (source, target, _) = source_and_target("api_stream_cost", 1).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_stream_cost", &[]).await;
     let cap = n.to_string();
     let env = [
@@ -1299,9 +1302,6 @@ async fn open_event_streams_cost() {
     for stream in streams {
         stream.abort();
     }
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }
 
 /// The whole text of `run`'s event stream as `operator` follows it, until the stream ends (within `limit`).
@@ -1329,6 +1329,7 @@ async fn stream_text(api: &Api, run: &str, operator: &str, limit: Duration) -> S
 #[tokio::test]
 async fn event_streams_end_for_a_previewed_run_a_revoked_grant_and_a_closing_service() {
     let (source, target, _) = source_and_target("api_streams", 2).await;
+    let _queues = removed_at_end(&source, &target);
     let world = World::new("api_streams", &[]).await;
     let mut api = Api::start(&world).await;
     let (status, stored) = api.post("/api/v1/previews", OPERATOR, move_body(&source, &target)).await;
@@ -1383,8 +1384,4 @@ async fn event_streams_end_for_a_previewed_run_a_revoked_grant_and_a_closing_ser
     let exited = api.exit_after(sent).await;
     assert!(exited.success(), "serve exited {exited}");
     eprintln!("serve exited {:?} after SIGTERM with a stream open", sent.elapsed());
-
-    let bed = TestBed::require().await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("east-1")).destroy_queue(&source).await;
-    let _ = testbed::jolokia::Jolokia::new(bed.node("west-1")).destroy_queue(&target).await;
 }

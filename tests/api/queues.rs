@@ -47,8 +47,10 @@ fn ids(page: &Value) -> Vec<i64> {
 #[tokio::test]
 async fn a_nodes_queues_and_a_page_of_messages_are_read_without_consuming_anything() {
     let bed = TestBed::require().await;
-    let queue = testbed::unique_name("api_browse");
+    let queues = testbed::TestQueues::new();
+    let queue = queues.name(bed.node("east-1"), "api_browse");
     let sibling = format!("{queue}_b");
+    queues.add(bed.node("east-1"), &sibling);
     create_queue(bed.node("east-1"), &queue).await;
     create_queue(bed.node("east-1"), &sibling).await;
     send_colored(bed.node("east-1"), &queue, 5).await;
@@ -123,7 +125,4 @@ async fn a_nodes_queues_and_a_page_of_messages_are_read_without_consuming_anythi
     // Nothing was consumed.
     let (_, after) = api.get(&queues, OPERATOR).await;
     assert_eq!(after["queues"][0]["depth"], json!(5), "{after}");
-    for q in [&queue, &sibling] {
-        super::support::management(bed.node("east-1")).destroy_queue(q).await.unwrap();
-    }
 }

@@ -28,11 +28,12 @@ use artemis_transfer::transfer::relay::Phase;
 use artemis_transfer::transfer::service::{
     preview_and_store, targets_for, PreviewRequest, ServiceError, StoredPreview,
 };
+use artemis_transfer::transfer::staging::staging_queue_name;
 use artemis_transfer::transfer::{Mode, PreviewSettings, Selection};
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use testbed::fidelity::{self, Produce};
-use testbed::{unique_name, TestBed};
+use testbed::{unique_name, TestBed, TestQueues};
 use uuid::Uuid;
 
 use support::{assert_accounting, census, create_queue, queue_ref, wait_for, Census, World, OPERATOR};
@@ -43,10 +44,11 @@ async fn grant(pool: &PgPool, principal: &str, cluster: &str, permission: Permis
     permissions::grant(pool, OPERATOR, &g).await.unwrap();
 }
 
-/// A source queue on east-1 holding `count` messages `<label>-<n>`; returns its name and the payload ids.
-async fn source_with(label: &str, count: u32) -> (String, Vec<String>) {
+/// A source queue on east-1 holding `count` messages `<label>-<n>`, removed with `queues`; returns its name and the
+/// payload ids.
+async fn source_with(queues: &TestQueues, label: &str, count: u32) -> (String, Vec<String>) {
     let bed = TestBed::require().await;
-    let source = unique_name(&format!("{label}_src"));
+    let source = queues.name(bed.node("east-1"), &format!("{label}_src"));
     create_queue(bed.node("east-1"), &source).await;
     let prefix = format!("{label}-");
     fidelity::produce(bed.node("east-1"), &source, &Produce { count, prefix: prefix.clone(), ..Produce::default() })
@@ -134,8 +136,9 @@ async fn audit_of(
 
 #[tokio::test]
 async fn sql_start_path_refuses_what_is_not_confirmed_audits_it_and_starts_a_valid_run() {
+    let queues = TestQueues::new();
     let world = World::new("perm_sql", &[]).await;
-    let (source, _) = source_with("perm_sql", 5).await;
+    let (source, _) = source_with(&queues, "perm_sql", 5).await;
     // No target queue: the run would create it, which the preview asks to acknowledge.
     let target = unique_name("perm_sql_dst");
     grant(&world.pool, "alice", "east", Permission::MessageMove).await;
@@ -297,8 +300,9 @@ async fn sql_start_path_refuses_what_is_not_confirmed_audits_it_and_starts_a_val
 
 #[tokio::test]
 async fn an_invisible_cluster_is_not_found_and_a_target_without_send_is_listed_disabled() {
+    let queues = TestQueues::new();
     let world = World::new("perm_visible", &[]).await;
-    let (source, _) = source_with("perm_vis", 1).await;
+    let (source, _) = source_with(&queues, "perm_vis", 1).await;
     let target = unique_name("perm_vis_dst");
     // Dave sees west but may not send there; Erin does not see west at all.
     grant(&world.pool, "dave", "east", Permission::MessageMove).await;
@@ -418,8 +422,9 @@ async fn a_grant_revoked_mid_run_stops_it_in_words_and_nothing_is_lost() {
     const BATCH: i64 = 50;
     let bed = TestBed::require().await;
     let (east1, west1) = (bed.node("east-1"), bed.node("west-1"));
-    let (source, ids) = source_with("perm_revoke", COUNT).await;
-    let target = unique_name("perm_revoke_dst");
+    let queues = TestQueues::new();
+    let (source, ids) = source_with(&queues, "perm_revoke", COUNT).await;
+    let target = queues.name(west1, "perm_revoke_dst");
     create_queue(west1, &target).await;
     let mut world =
         World::new("perm_revoke", &[("batch_size", json!(BATCH)), ("messages_per_second", json!(200))]).await;
@@ -431,6 +436,7 @@ async fn a_grant_revoked_mid_run_stops_it_in_words_and_nothing_is_lost() {
 
     let stored = preview_as(&world, "frank", &source, &target).await.unwrap();
     let run = stored.run_id;
+    queues.add(east1, &staging_queue_name(run));
     actions::execute(&world.pool, run, &valid(&stored), "frank", 10).await.unwrap();
     wait_for("a few batches", LIMIT, || async { (delivered(&world.pool, run).await >= 3 * BATCH).then_some(()) }).await;
 
@@ -490,8 +496,9 @@ async fn a_grant_revoked_while_a_batch_is_in_doubt_settles_it_first_then_stops()
     const COUNT: u32 = 300;
     let bed = TestBed::require().await;
     let (east1, west1) = (bed.node("east-1"), bed.node("west-1"));
-    let (source, ids) = source_with("perm_doubt", COUNT).await;
-    let target = unique_name("perm_doubt_dst");
+    let queues = TestQueues::new();
+    let (source, ids) = source_with(&queues, "perm_doubt", COUNT).await;
+    let target = queues.name(west1, "perm_doubt_dst");
     create_queue(west1, &target).await;
     let mut world = World::new("perm_doubt", &[("batch_size", json!(20))]).await;
     for (cluster, permission) in
@@ -502,6 +509,7 @@ async fn a_grant_revoked_while_a_batch_is_in_doubt_settles_it_first_then_stops()
     let doomed = world.spawn_worker("doomed", &[("ARTEMIS_TRANSFER_FAULT", "in-doubt:1")]).await;
     let stored = preview_as(&world, "grace", &source, &target).await.unwrap();
     let run = stored.run_id;
+    queues.add(east1, &staging_queue_name(run));
     actions::execute(&world.pool, run, &valid(&stored), "grace", 10).await.unwrap();
     world.workers[doomed].wait_exit(LIMIT).await;
     let in_doubt: Value = sqlx::query_scalar("SELECT relay->'in_doubt' FROM transfer_run WHERE id = $1")

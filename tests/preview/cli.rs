@@ -7,7 +7,7 @@ use std::process::Stdio;
 use artemis_transfer::broker::jolokia::QueueConfig;
 use serde_json::{json, Value};
 use sqlx::Row;
-use testbed::{unique_name, Node, TestBed};
+use testbed::{Node, TestBed, TestQueues};
 
 /// The operator every command of these tests acts for; [`Cli::fresh`] makes them an admin of every cluster.
 pub const OPERATOR: &str = "cli-tester";
@@ -192,12 +192,13 @@ async fn a_preview_prints_its_findings_for_a_new_user() {
     cli.register("east", bed.node("east-1")).await;
     cli.register("west", bed.node("west-1")).await;
     let (east1, west1) = (bed.node("east-1"), bed.node("west-1"));
-    let source = super::source_with(4).await;
+    let queues = TestQueues::new();
+    let source = super::source_with(&queues, 4).await;
     let west = super::management(west1);
-    let dropping = unique_name("cli_drop_target");
+    let dropping = queues.name(west1, "cli_drop_target");
     west.create_queue(&QueueConfig::plain_anycast(&dropping)).await.unwrap();
     west.add_address_settings(&dropping, &json!({"addressFullMessagePolicy": "DROP"})).await.unwrap();
-    let last_value = unique_name("cli_lv_target");
+    let last_value = queues.name(west1, "cli_lv_target");
     west.create_queue(&QueueConfig { last_value: true, ..QueueConfig::plain_anycast(&last_value) }).await.unwrap();
 
     let refused = cli.run(&["preview", "--from", &at(east1, &source), "--to", &at(west1, &dropping), "--all"]).await;
@@ -268,10 +269,7 @@ async fn a_preview_prints_its_findings_for_a_new_user() {
     let refused_runs = listed_json.as_array().unwrap().iter().filter(|r| r["refused"] == true).count();
     assert_eq!(refused_runs, 1, "{listed_json}");
 
-    west.destroy_queue(&dropping).await.unwrap();
     west.remove_address_settings(&dropping).await.unwrap();
-    west.destroy_queue(&last_value).await.unwrap();
-    super::management(east1).destroy_queue(&source).await.unwrap();
 }
 
 /// Malformed or unknown input is refused with words saying what is wrong, and nothing is stored.

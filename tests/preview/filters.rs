@@ -8,7 +8,7 @@ use artemis_core::{ConnectOptions, Connection, SessionOptions};
 use artemis_transfer::broker::jolokia::{BrokerManagement, ObjectName, QueueConfig, RoutingType};
 use artemis_transfer::transfer::plan::{parse_filter, FilterErrorKind};
 use artemis_transfer::transfer::{Kind, Mode, Plan, Selection};
-use testbed::{unique_name, Node, TestBed};
+use testbed::{Node, TestBed, TestQueues};
 
 /// Selectors we accept, each matching the message [`matching`] and not [`other`]: comments (with parentheses and
 /// quotes in them), quotes, `ESCAPE`, nested parentheses, unicode in literals, hex and octal numbers, the broker's
@@ -78,11 +78,11 @@ async fn send_corpus_messages(node: &Node, queue: &str, t0: i64) {
     let _ = conn.close().await;
 }
 
-/// A queue on `node` holding the corpus's three messages around `t0`, read from its broker's clock: its
-/// management, name, MBean and `t0`.
-async fn corpus_queue(node: &Node, label: &str) -> (BrokerManagement, String, ObjectName, i64) {
+/// A queue on `node` holding the corpus's three messages around `t0`, read from its broker's clock, removed with
+/// `queues`: its management, name, MBean and `t0`.
+async fn corpus_queue(queues: &TestQueues, node: &Node, label: &str) -> (BrokerManagement, String, ObjectName, i64) {
     let mgmt = super::management(node);
-    let queue = unique_name(label);
+    let queue = queues.name(node, label);
     mgmt.create_queue(&QueueConfig::plain_anycast(&queue)).await.unwrap();
     let mbean = mgmt.queue_mbean(&queue, RoutingType::Anycast, &queue);
     let t0 = mgmt.broker_state().await.unwrap().current_time_millis.expect("2.40 has CurrentTimeMillis");
@@ -110,7 +110,8 @@ async fn count(mgmt: &BrokerManagement, mbean: &ObjectName, filter: &str) -> i64
 async fn the_broker_reads_every_effective_filter_we_build_and_its_freeze_holds() {
     let bed = TestBed::require().await;
     let node = bed.node("east-1");
-    let (mgmt, queue, mbean, t0) = corpus_queue(node, "filters_corpus").await;
+    let queues = TestQueues::new();
+    let (mgmt, queue, mbean, t0) = corpus_queue(&queues, node, "filters_corpus").await;
 
     for filter in ACCEPTED {
         // The broker reads the user's text and our tree of it alike: both match the two matching messages.
@@ -127,14 +128,14 @@ async fn the_broker_reads_every_effective_filter_we_build_and_its_freeze_holds()
     let ends_in_a_comment = "n = 42 -- c\n";
     assert_eq!(count(&mgmt, &mbean, ends_in_a_comment).await, 0, "the broker's reading, trimmed");
     assert_eq!(count(&mgmt, &mbean, &parse_filter(ends_in_a_comment).unwrap().to_string()).await, 2);
-    mgmt.destroy_queue(&queue).await.unwrap();
 }
 
 #[tokio::test]
 async fn every_escape_is_refused_by_the_preview_with_its_position() {
     let bed = TestBed::require().await;
     let node = bed.node("east-1");
-    let (mgmt, queue, mbean, t0) = corpus_queue(node, "filters_escapes").await;
+    let queues = TestQueues::new();
+    let (mgmt, queue, mbean, t0) = corpus_queue(&queues, node, "filters_escapes").await;
 
     // What wrapping the text did (before issue 27): the broker reads `(n = 42 /* ( */) OR (1=1 /* ) */) AND <t0>`
     // as `(n = 42) OR ((1=1) AND <t0>)`, and counts the matching message stamped an hour after t0 too.
@@ -142,7 +143,7 @@ async fn every_escape_is_refused_by_the_preview_with_its_position() {
     let wrapped = format!("({}) AND {}", REFUSED[0].0, frozen.replace("{t0}", &t0.to_string()));
     assert_eq!(count(&mgmt, &mbean, &wrapped).await, 3, "the escape, live");
 
-    let target = unique_name("filters_target");
+    let target = queues.name(bed.node("west-1"), "filters_target");
     super::management(bed.node("west-1")).create_queue(&QueueConfig::plain_anycast(&target)).await.unwrap();
     for (filter, place) in REFUSED {
         let p = super::run_preview(&queue, "west-1", &target, Selection::Filter((*filter).into())).await;
@@ -154,8 +155,6 @@ async fn every_escape_is_refused_by_the_preview_with_its_position() {
         // The run would read it with the same parser: no effective filter to apply.
         assert!(plan(node, &queue, filter, t0).effective_filter().is_err());
     }
-    mgmt.destroy_queue(&queue).await.unwrap();
-    super::management(bed.node("west-1")).destroy_queue(&target).await.unwrap();
 }
 
 /// The broker's own parser (the artemis-selector jar of the test bed's distribution, `tests/java/SelectorOracle.java`)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use artemis_transfer::broker::jolokia::QueueConfig;
 use artemis_transfer::jobs::settings;
 use serde_json::Value;
-use testbed::{unique_name, TestBed};
+use testbed::{TestBed, TestQueues};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -224,8 +224,9 @@ async fn three_processes_share_the_node_rate_and_each_preview_is_one_batch() {
     );
     cli.register("west", west1).await;
 
-    let source = super::source_with(3).await;
-    let target = unique_name("limiter_target");
+    let queues = TestQueues::new();
+    let source = super::source_with(&queues, 3).await;
+    let target = queues.name(west1, "limiter_target");
     super::management(west1).create_queue(&QueueConfig::plain_anycast(&target)).await.unwrap();
     let (from, to) = (format!("east/east-1/{source}"), format!("west/west-1/{target}"));
 
@@ -287,7 +288,4 @@ async fn three_processes_share_the_node_rate_and_each_preview_is_one_batch() {
         "exactly one batched request to east-1 per preview, under contention too"
     );
     assert!(total as f64 / elapsed > RATE * 0.5, "the node's budget was used, not wasted: {total} calls");
-
-    super::management(west1).destroy_queue(&target).await.unwrap();
-    super::management(east1).destroy_queue(&source).await.unwrap();
 }

@@ -9,7 +9,7 @@ use artemis_transfer::broker::jolokia::QueueConfig;
 use testbed::fidelity::{self, Produce};
 use testbed::jolokia::Jolokia;
 use testbed::scratch::{ScratchBroker, ScratchOptions};
-use testbed::{unique_name, Node, NodeRole, TestBed};
+use testbed::{unique_name, Node, NodeRole, TestBed, TestQueues};
 
 use super::cli::{codes, has, Cli};
 
@@ -87,7 +87,8 @@ async fn a_frozen_target_node_could_not_be_checked_and_the_preview_still_returns
     let cli = Cli::fresh("preview_frozen").await;
     cli.register("east", bed.node("east-1")).await;
     register_scratch(&cli, &broker).await;
-    let source = super::source_with(2).await;
+    let queues = TestQueues::new();
+    let source = super::source_with(&queues, 2).await;
     let target = unique_name("frozen_target");
     Jolokia::new(&scratch_node(&broker)).create_queue(&target).await.unwrap();
     let (from, to) = (format!("east/east-1/{source}"), format!("lab/scratch/{target}"));
@@ -122,7 +123,6 @@ async fn a_frozen_target_node_could_not_be_checked_and_the_preview_still_returns
 
     let (_, thawed, _) = preview_lab(&cli, &broker, &from, &to, &["--all"]).await;
     assert!(!has(&thawed, "unknown", "target-unreachable"), "{:?}", codes(&thawed));
-    super::management(bed.node("east-1")).destroy_queue(&source).await.unwrap();
 }
 
 /// Artemis' disk usage is `1 − usable ÷ total` of the journal's file store (what `DiskStoreUsage` reports).
@@ -174,7 +174,8 @@ async fn a_target_disk_over_max_disk_usage_is_refused() {
     let cli = Cli::fresh("preview_disk").await;
     cli.register("east", bed.node("east-1")).await;
     register_scratch(&cli, &broker).await;
-    let source = super::source_with(2).await;
+    let queues = TestQueues::new();
+    let source = super::source_with(&queues, 2).await;
     let target = unique_name("disk_target");
     let (code, stored, _) =
         preview_lab(&cli, &broker, &format!("east/east-1/{source}"), &format!("lab/scratch/{target}"), &["--all"])
@@ -189,7 +190,6 @@ async fn a_target_disk_over_max_disk_usage_is_refused() {
     assert_eq!(finding["kind"], "refused");
     assert!(finding["words"].as_str().unwrap().contains(&format!("max-disk-usage of {limit}%")), "{finding}");
     assert!(finding["snippet"].as_str().unwrap().starts_with("<max-disk-usage>"), "{finding}");
-    super::management(bed.node("east-1")).destroy_queue(&source).await.unwrap();
 }
 
 /// A paging source address: a filter or an id selection makes the broker scan the pages (`source-paged`,
@@ -199,7 +199,8 @@ async fn a_paging_source_needs_acknowledgement_for_filters_and_ids() {
     let bed = TestBed::require().await;
     let (east1, west1) = (bed.node("east-1"), bed.node("west-1"));
     let judge = Jolokia::new(east1);
-    let source = unique_name("paged_source");
+    let queues = TestQueues::new();
+    let source = queues.name(east1, "paged_source");
     // A small address (16 KiB in memory, then pages of 4 KiB) holding 100 messages pages.
     judge.page_beyond(&source, 16384, 4096).await.unwrap();
     judge.create_queue(&source).await.unwrap();
@@ -224,7 +225,6 @@ async fn a_paging_source_needs_acknowledgement_for_filters_and_ids() {
     assert!(!codes(&whole).iter().any(|(_, c)| c == "source-paged"), "{:?}", codes(&whole));
     assert_eq!(whole["preview"]["selection_size"], 100);
 
-    judge.destroy_queue(&source).await.unwrap();
     judge.remove_address_settings(&source).await.unwrap();
 }
 
@@ -285,6 +285,8 @@ async fn queues_named_with_quotes_backslashes_and_stars_preview_end_to_end() {
     let (east1, west1) = (bed.node("east-1"), bed.node("west-1"));
     let source = format!("{}.q\"uo\\te*d", unique_name("odd_preview"));
     let target = format!("{}.t\"a\\rg*et", unique_name("odd_preview"));
+    let queues = TestQueues::new();
+    queues.add(east1, &source).add(west1, &target);
     let (east, west) = (super::management(east1), super::management(west1));
     east.create_queue(&QueueConfig::plain_anycast(&source)).await.unwrap();
     west.create_queue(&QueueConfig::plain_anycast(&target)).await.unwrap();
@@ -306,7 +308,4 @@ async fn queues_named_with_quotes_backslashes_and_stars_preview_end_to_end() {
     let text = cli.run(&["preview", "--from", &from, "--to", &to, "--all"]).await;
     text.expect_code(0);
     assert!(text.stdout.contains(&format!("from         {from}\n")), "{}", text.stdout);
-
-    east.destroy_queue(&source).await.unwrap();
-    west.destroy_queue(&target).await.unwrap();
 }

@@ -17,7 +17,7 @@ use artemis_transfer::transfer::gather::{gather, EndAccess, RunFacts};
 use artemis_transfer::transfer::{preview, Kind, Mode, Plan, Preview, PreviewSettings, QueueRef, Selection};
 use serde_json::json;
 use testbed::fidelity::{self, Produce};
-use testbed::{unique_name, Node, TestBed};
+use testbed::{unique_name, Node, TestBed, TestQueues};
 
 fn management(node: &Node) -> BrokerManagement {
     let endpoint = Endpoint {
@@ -39,11 +39,11 @@ fn queue_ref(node: &Node, queue: &str) -> QueueRef {
     QueueRef { cluster: node.cluster.clone(), node: node.name.clone(), queue: queue.to_string(), address: None }
 }
 
-/// A source queue on east-1 holding `count` durable messages.
-async fn source_with(count: u32) -> String {
+/// A source queue on east-1 holding `count` durable messages, removed with `queues`.
+async fn source_with(queues: &TestQueues, count: u32) -> String {
     let bed = TestBed::require().await;
     let node = bed.node("east-1");
-    let name = unique_name("preview_source");
+    let name = queues.name(node, "preview_source");
     management(node).create_queue(&QueueConfig::plain_anycast(&name)).await.unwrap();
     if count > 0 {
         fidelity::produce(node, &name, &Produce { count, durable_only: true, ..Produce::default() }).await;
@@ -88,9 +88,10 @@ fn codes(p: &Preview) -> Vec<(Kind, &'static str)> {
     p.findings.iter().map(|f| (f.kind, f.code)).collect()
 }
 
-async fn target_queue(node: &str, config: impl FnOnce(&mut QueueConfig)) -> String {
+/// A target queue on `node`, configured by `config`, removed with `queues`.
+async fn target_queue(queues: &TestQueues, node: &str, config: impl FnOnce(&mut QueueConfig)) -> String {
     let bed = TestBed::require().await;
-    let name = unique_name("preview_target");
+    let name = queues.name(bed.node(node), "preview_target");
     let mut c = QueueConfig::plain_anycast(&name);
     config(&mut c);
     management(bed.node(node)).create_queue(&c).await.unwrap();
@@ -104,8 +105,9 @@ async fn target_settings(node: &str, address: &str, settings: serde_json::Value)
 
 #[tokio::test]
 async fn a_healthy_move_can_start_and_counts_exactly() {
-    let source = source_with(10).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 10).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(p.can_start(), "{:?}", codes(&p));
     assert_eq!(p.selection_size, Some(10));
@@ -122,8 +124,9 @@ async fn a_healthy_move_can_start_and_counts_exactly() {
 
 #[tokio::test]
 async fn drop_policy_is_refused() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     target_settings("west-1", &target, json!({"addressFullMessagePolicy": "DROP"})).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::Refused, "address-full-drop"), "{:?}", codes(&p));
@@ -140,8 +143,9 @@ async fn drop_policy_is_refused() {
 
 #[tokio::test]
 async fn page_limit_with_page_full_drop_is_refused() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     target_settings("west-1", &target, json!({"pageLimitMessages": 10, "pageFullMessagePolicy": "DROP"})).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::Refused, "page-full-drop"), "{:?}", codes(&p));
@@ -149,36 +153,40 @@ async fn page_limit_with_page_full_drop_is_refused() {
 
 #[tokio::test]
 async fn a_filtered_target_is_refused() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |c| c.filter_string = Some("color = 'red'".into())).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |c| c.filter_string = Some("color = 'red'".into())).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::Refused, "target-filtered"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn a_disabled_target_is_refused() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |c| c.enabled = false).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |c| c.enabled = false).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::Refused, "target-disabled"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn a_purge_on_no_consumers_target_is_refused() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |c| c.purge_on_no_consumers = true).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |c| c.purge_on_no_consumers = true).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::Refused, "target-purge-on-no-consumers"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn ring_queues_too_small_or_pushing_out() {
-    let source = source_with(6).await;
-    let small = target_queue("west-1", |c| c.ring_size = 4).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 6).await;
+    let small = target_queue(&queues, "west-1", |c| c.ring_size = 4).await;
     let p = run_preview(&source, "west-1", &small, Selection::All).await;
     assert!(has(&p, Kind::Refused, "ring-too-small"), "{:?}", codes(&p));
 
-    let full = target_queue("west-1", |c| c.ring_size = 8).await;
+    let full = target_queue(&queues, "west-1", |c| c.ring_size = 8).await;
     let bed = TestBed::require().await;
     fidelity::produce(bed.node("west-1"), &full, &Produce { count: 4, durable_only: true, ..Produce::default() }).await;
     let p = run_preview(&source, "west-1", &full, Selection::All).await;
@@ -187,22 +195,25 @@ async fn ring_queues_too_small_or_pushing_out() {
 
 #[tokio::test]
 async fn a_last_value_target_needs_acknowledgement() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |c| c.last_value = true).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |c| c.last_value = true).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::NeedsAck, "last-value"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn a_backup_target_is_refused() {
-    let source = source_with(3).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
     let p = run_preview(&source, "west-1-backup", &unique_name("on_backup"), Selection::All).await;
     assert!(has(&p, Kind::Refused, "target-backup"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn a_missing_target_queue_is_created_or_refused() {
-    let source = source_with(3).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
     let missing = unique_name("missing_target");
     let p = run_preview(&source, "west-1", &missing, Selection::All).await;
     assert!(has(&p, Kind::NeedsAck, "target-queue-created"), "{:?}", codes(&p));
@@ -215,16 +226,18 @@ async fn a_missing_target_queue_is_created_or_refused() {
 
 #[tokio::test]
 async fn the_source_as_target_is_refused() {
-    let source = source_with(3).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
     let p = run_preview(&source, "east-1", &source, Selection::All).await;
     assert!(has(&p, Kind::Refused, "same-queue"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn room_under_fail_and_block_by_bytes_and_messages() {
-    let source = source_with(20).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 20).await;
     for policy in ["FAIL", "BLOCK"] {
-        let full = target_queue("west-1", |_| {}).await;
+        let full = target_queue(&queues, "west-1", |_| {}).await;
         target_settings(
             "west-1",
             &full,
@@ -234,7 +247,7 @@ async fn room_under_fail_and_block_by_bytes_and_messages() {
         let p = run_preview(&source, "west-1", &full, Selection::All).await;
         assert!(has(&p, Kind::Refused, "capacity-bytes"), "{policy}: {:?}", codes(&p));
 
-        let tight = target_queue("west-1", |_| {}).await;
+        let tight = target_queue(&queues, "west-1", |_| {}).await;
         let bytes = p.projected_bytes.unwrap();
         target_settings(
             "west-1",
@@ -245,7 +258,7 @@ async fn room_under_fail_and_block_by_bytes_and_messages() {
         let p = run_preview(&source, "west-1", &tight, Selection::All).await;
         assert!(has(&p, Kind::NeedsAck, "capacity-tight"), "{policy}: {:?}", codes(&p));
     }
-    let by_count = target_queue("west-1", |_| {}).await;
+    let by_count = target_queue(&queues, "west-1", |_| {}).await;
     target_settings("west-1", &by_count, json!({"addressFullMessagePolicy": "FAIL", "maxSizeMessages": 10})).await;
     let p = run_preview(&source, "west-1", &by_count, Selection::All).await;
     assert!(has(&p, Kind::Refused, "capacity-messages"), "{:?}", codes(&p));
@@ -253,8 +266,9 @@ async fn room_under_fail_and_block_by_bytes_and_messages() {
 
 #[tokio::test]
 async fn an_expiry_delay_on_the_target_needs_acknowledgement() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     target_settings("west-1", &target, json!({"expiryDelay": 60000})).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::NeedsAck, "target-expiry-delay"), "{:?}", codes(&p));
@@ -262,8 +276,9 @@ async fn an_expiry_delay_on_the_target_needs_acknowledgement() {
 
 #[tokio::test]
 async fn a_small_per_address_duplicate_cache_needs_acknowledgement() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     target_settings("west-1", &target, json!({"idCacheSize": 100})).await;
     let p = run_preview(&source, "west-1", &target, Selection::All).await;
     assert!(has(&p, Kind::NeedsAck, "duplicate-cache-small"), "{:?}", codes(&p));
@@ -272,16 +287,18 @@ async fn a_small_per_address_duplicate_cache_needs_acknowledgement() {
 /// east-2 has redistribution-delay 0 on `#` (the test bed's east cluster), and the new queue has no consumer.
 #[tokio::test]
 async fn no_consumer_with_redistribution_on_needs_acknowledgement() {
-    let source = source_with(3).await;
-    let target = target_queue("east-2", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "east-2", |_| {}).await;
     let p = run_preview(&source, "east-2", &target, Selection::All).await;
     assert!(has(&p, Kind::NeedsAck, "may-redistribute"), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn an_invalid_selector_is_refused_in_the_brokers_words() {
-    let source = source_with(3).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 3).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     // The grammar reads it; the broker's type rule refuses it (an AND of a number): its words are shown.
     let p = run_preview(&source, "west-1", &target, Selection::Filter("color = 'red' AND 5".into())).await;
     let f = p.findings.iter().find(|f| f.code == "invalid-filter").unwrap_or_else(|| panic!("{:?}", codes(&p)));
@@ -298,16 +315,18 @@ async fn an_invalid_selector_is_refused_in_the_brokers_words() {
 
 #[tokio::test]
 async fn a_filter_is_counted_exactly_on_a_shallow_queue() {
-    let source = source_with(12).await;
-    let target = target_queue("west-1", |_| {}).await;
+    let queues = TestQueues::new();
+    let source = source_with(&queues, 12).await;
+    let target = target_queue(&queues, "west-1", |_| {}).await;
     let p = run_preview(&source, "west-1", &target, Selection::Filter("p_int >= 6000".into())).await;
     assert_eq!(p.selection_size, Some(6), "{:?}", codes(&p));
 }
 
 #[tokio::test]
 async fn a_node_that_does_not_answer_could_not_be_checked() {
+    let queues = TestQueues::new();
     let bed = TestBed::require().await;
-    let source = source_with(3).await;
+    let source = source_with(&queues, 3).await;
     let s = bed.node("east-1");
     let sm = management(s);
     let dead = Endpoint {

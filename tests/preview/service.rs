@@ -10,7 +10,7 @@ use artemis_transfer::registry::{store, Cluster, Credentials};
 use artemis_transfer::transfer::service::{preview_and_store, PreviewRequest};
 use artemis_transfer::transfer::{Kind, Mode, PreviewSettings, QueueRef, Selection};
 use sqlx::Row;
-use testbed::{unique_name, TestBed};
+use testbed::{TestBed, TestQueues};
 
 /// The registry names credentials `testbed`; the process reads them from its environment.
 fn export_credentials(bed: &TestBed) {
@@ -53,8 +53,9 @@ fn queue(cluster: &str, node: &str, queue: &str) -> QueueRef {
 async fn a_preview_is_stored_as_a_previewed_run_bound_by_its_hash() {
     let bed = TestBed::require().await;
     let pool = registered_pool(bed).await;
-    let source = super::source_with(5).await;
-    let target = unique_name("service_target");
+    let queues = TestQueues::new();
+    let source = super::source_with(&queues, 5).await;
+    let target = queues.name(bed.node("west-1"), "service_target");
     super::management(bed.node("west-1")).create_queue(&QueueConfig::plain_anycast(&target)).await.unwrap();
 
     let request = PreviewRequest {
@@ -113,8 +114,9 @@ async fn an_unknown_node_or_cluster_is_an_error_in_words() {
 async fn a_target_that_is_the_source_of_an_active_run_is_refused() {
     let bed = TestBed::require().await;
     let pool = registered_pool(bed).await;
-    let source = super::source_with(2).await;
-    let target = unique_name("pingpong_target");
+    let queues = TestQueues::new();
+    let source = super::source_with(&queues, 2).await;
+    let target = queues.name(bed.node("west-1"), "pingpong_target");
     super::management(bed.node("west-1")).create_queue(&QueueConfig::plain_anycast(&target)).await.unwrap();
     sqlx::query("INSERT INTO transfer_run (id, state, source_cluster, source_node, source_queue) VALUES ($1, 'running', 'west', 'west-1', $2)")
         .bind(uuid::Uuid::new_v4())

@@ -89,11 +89,10 @@ pub async fn create_queue(node: &Node, name: &str) {
 }
 
 /// Removes the queues a test made, with their messages: the brokers have 512 MiB heaps, and what one test leaves
-/// behind every later test of the run pays for. A queue already gone is fine.
+/// behind every later test of the run pays for. A queue already gone is fine. (The test bed's helper, shared by
+/// every suite; a test may rather hold a [`testbed::TestQueues`], which removes them even when the test fails.)
 pub async fn remove_queues(queues: &[(&Node, &str)]) {
-    for (node, queue) in queues {
-        let _ = management(node).destroy_queue(queue).await;
-    }
+    testbed::remove_queues(queues).await;
 }
 
 /// A new queue on east-1 holding `count` messages of the Java helper's `kinds` (payload ids `<label>-<n>`) and an
