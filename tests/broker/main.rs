@@ -226,7 +226,7 @@ async fn the_console_answers_a_session_cookie_and_ends_a_replaced_session() {
 }
 
 /// In a process that uses console sessions (a worker, `serve`) the client logs in once and its requests carry the
-/// session (a wrong password never rides it: the session's key holds the password,
+/// session (a wrong password never rides it: the session's key holds a digest of the password,
 /// `session::tests::a_wrong_password_has_a_session_of_its_own`); at the end the process logs it out and goes on
 /// with basic auth alone.
 #[tokio::test]

@@ -14,7 +14,7 @@ use artemis_core::tls::{StoreRole, TlsFailure, TlsOptions};
 
 use super::error::{AgentError, JolokiaError};
 use super::request::Request;
-use super::session::{self, SessionStatus, Slot};
+use super::session::{self, ConsolePages, SessionStatus, SlotKey};
 use crate::broker::permits::PermitSource;
 use crate::secret::Secret;
 
@@ -68,10 +68,11 @@ pub struct JolokiaClient {
     /// The HTTP client, or why the endpoint's TLS material could not be used (every request then fails with it).
     http: Result<reqwest::Client, JolokiaError>,
     permits: Option<Arc<dyn PermitSource>>,
-    /// The console's login page, when the agent sits behind one (`session::login_url`).
-    login_url: Option<String>,
-    /// This process's console session with the endpoint, shared with every client of the same URL and credentials.
-    session: Arc<Slot>,
+    /// The console's login and logout pages, when the agent sits behind one.
+    pages: Option<ConsolePages>,
+    /// What this process's console session with the endpoint is kept under: shared with every client of the same
+    /// URL and credentials.
+    session: SlotKey,
 }
 
 impl JolokiaClient {
@@ -79,9 +80,9 @@ impl JolokiaClient {
     pub fn new(endpoint: Endpoint, timeout: Duration) -> JolokiaClient {
         let origin = HeaderValue::from_str(&endpoint.origin()).unwrap_or(HeaderValue::from_static("http://localhost"));
         let http = http_client(&endpoint, timeout);
-        let login_url = session::login_url(&endpoint.url);
-        let session = session::slot(&endpoint.url, &endpoint.user, &endpoint.password);
-        JolokiaClient { endpoint, origin, timeout, http, permits: None, login_url, session }
+        let pages = ConsolePages::beside(&endpoint.url);
+        let session = SlotKey::new(&endpoint.url, &endpoint.user, &endpoint.password);
+        JolokiaClient { endpoint, origin, timeout, http, permits: None, pages, session }
     }
 
     /// Every request first takes permits from `permits` (one per request in a batch), so the calls of all
@@ -145,8 +146,8 @@ impl JolokiaClient {
 
     /// The session cookie for the next request: the shared session's, logged in first when it is due.
     async fn session_cookie(&self) -> Result<Option<Secret<String>>, JolokiaError> {
-        let Some(login_url) = self.login_url.as_ref().filter(|_| session::enabled()) else { return Ok(None) };
-        self.session.cookie(|replaced| self.login(login_url, replaced)).await
+        let Some(pages) = self.pages.as_ref().filter(|_| session::enabled()) else { return Ok(None) };
+        session::slot(&self.session).cookie(|replaced| self.login(pages, replaced)).await
     }
 
     /// Logs in to the console: the session's cookie, or `None` when the console gave none (no such page, a
@@ -154,7 +155,7 @@ impl JolokiaClient {
     /// failure is the request's error.
     async fn login(
         &self,
-        login_url: &str,
+        pages: &ConsolePages,
         replaced: Option<Secret<String>>,
     ) -> Result<Option<session::Login>, JolokiaError> {
         tracing::trace!(node = %self.endpoint.node, "console login");
@@ -163,7 +164,7 @@ impl JolokiaClient {
             "password": self.endpoint.password.expose(),
         });
         let http = self.http.as_ref().map_err(Clone::clone)?;
-        let mut post = http.post(login_url).header("Origin", self.origin.clone());
+        let mut post = http.post(&pages.login).header("Origin", self.origin.clone());
         if let Some(cookie) = replaced {
             post = post.header(reqwest::header::COOKIE, cookie.expose().as_str());
         }
@@ -171,13 +172,13 @@ impl JolokiaClient {
         if resp.status().as_u16() != 200 {
             return Ok(None);
         }
-        let logout = session::logout_url(&self.endpoint.url).map(|url| (http.clone(), url));
+        let logout = Some((http.clone(), pages.logout.clone()));
         Ok(session::cookie_header(session::set_cookies(resp.headers())).map(|cookie| session::Login { cookie, logout }))
     }
 
     /// Whether this client's requests carry a console session now.
     pub async fn session_status(&self) -> SessionStatus {
-        self.session.status().await
+        session::status(&self.session).await
     }
 
     fn transport_error(&self, e: reqwest::Error) -> JolokiaError {

@@ -18,6 +18,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderValue, SET_COOKIE};
+use sha2::{Digest, Sha256};
 
 use crate::secret::Secret;
 
@@ -38,19 +39,47 @@ pub(super) fn enabled() -> bool {
     ENABLED.load(Ordering::Acquire)
 }
 
-/// A slot's key: the Jolokia URL, the user and the password.
-type SlotKey = (String, String, String);
+/// What a slot is kept under: the Jolokia URL, the user and a SHA-256 digest of the password — never the password
+/// itself, which this process-wide map would otherwise hold for as long as the process runs. The password is part of
+/// the key so that a client given a wrong one is refused, never carried by another client's session.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct SlotKey {
+    url: String,
+    user: String,
+    password_digest: [u8; 32],
+}
 
-/// Every slot of this process, for [`log_out_all`].
+impl SlotKey {
+    /// The key of the session of `user` with `password` at the Jolokia URL `url`.
+    pub(super) fn new(url: &str, user: &str, password: &Secret<String>) -> SlotKey {
+        let password_digest = Sha256::digest(password.expose().as_bytes()).into();
+        SlotKey { url: url.to_string(), user: user.to_string(), password_digest }
+    }
+}
+
+impl std::fmt::Debug for SlotKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the digest: an unsalted digest of a weak password gives the password away.
+        f.debug_struct("SlotKey").field("url", &self.url).field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
+/// The slots of this process in use: a logout ([`log_out_all`]) takes every slot out.
 static SLOTS: LazyLock<Mutex<HashMap<SlotKey, Arc<Slot>>>> = LazyLock::new(Default::default);
 
+fn slots() -> std::sync::MutexGuard<'static, HashMap<SlotKey, Arc<Slot>>> {
+    SLOTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Ends every console session this process holds (`GET …/auth/logout` with its cookie), each within `timeout`;
-/// later requests use basic auth alone. Failures are left: the broker's own timeout ends such a session.
+/// later requests use basic auth alone. Every slot is taken out of the map and logged out, so the map holds only
+/// the slots used since, and a slot logged out never logs in again (a request that still holds it uses basic auth
+/// alone). Failures are left: the broker's own timeout ends such a session.
 pub async fn log_out_all(timeout: Duration) {
     ENABLED.store(false, Ordering::Release);
-    let slots: Vec<Arc<Slot>> = SLOTS.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+    let slots: Vec<Arc<Slot>> = std::mem::take(&mut *slots()).into_values().collect();
     for slot in slots {
-        let state = std::mem::take(&mut *slot.state.lock().await);
+        let state = std::mem::replace(&mut *slot.state.lock().await, State::LoggedOut);
         if let State::Open { cookie, logout: Some((http, url)), .. } = state {
             let sent = http.get(&url).header(reqwest::header::COOKIE, cookie.expose().as_str()).timeout(timeout).send();
             if let Err(e) = sent.await {
@@ -72,9 +101,12 @@ enum State {
     /// The console had no login for us at `since` (no such page, refused, throttled): basic auth alone until
     /// [`RENEW_AFTER`] has passed.
     Refused { since: Instant },
+    /// Logged out by [`log_out_all`], and out of the map: basic auth alone for a request that still holds it (the
+    /// next one's slot is a new one).
+    LoggedOut,
 }
 
-/// One endpoint's session, shared by every client of the same URL and credentials in this process.
+/// One endpoint's session, shared by every client of the same URL and credentials in this process ([`SlotKey`]).
 #[derive(Default)]
 pub(super) struct Slot {
     state: tokio::sync::Mutex<State>,
@@ -98,12 +130,25 @@ pub enum SessionStatus {
     Refused,
 }
 
-/// The slot of `url`, `user` and `password` in this process (created empty on first use). The password is part
-/// of the key: a client given a wrong one must be refused, never carried by another client's session.
-pub(super) fn slot(url: &str, user: &str, password: &Secret<String>) -> Arc<Slot> {
-    let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (url.to_string(), user.to_string(), password.expose().clone());
-    Arc::clone(slots.entry(key).or_default())
+/// The slot of `key` in this process, made empty on first use (and again after [`log_out_all`]). A client asks for
+/// it at each request, so that it always uses the slot in the map.
+pub(super) fn slot(key: &SlotKey) -> Arc<Slot> {
+    let mut slots = slots();
+    if let Some(slot) = slots.get(key) {
+        return Arc::clone(slot);
+    }
+    let slot = Arc::new(Slot::default());
+    slots.insert(key.clone(), Arc::clone(&slot));
+    slot
+}
+
+/// Whether requests of `key` carry a session now (no slot: none tried since the last logout).
+pub(super) async fn status(key: &SlotKey) -> SessionStatus {
+    let slot = slots().get(key).cloned();
+    match slot {
+        Some(slot) => slot.status().await,
+        None => SessionStatus::NotTried,
+    }
 }
 
 impl std::fmt::Debug for Slot {
@@ -127,6 +172,7 @@ impl Slot {
         let replaced = match &*state {
             State::Open { cookie, since, .. } if since.elapsed() < RENEW_AFTER => return Ok(Some(cookie.clone())),
             State::Refused { since } if since.elapsed() < RENEW_AFTER => return Ok(None),
+            State::LoggedOut => return Ok(None),
             State::Open { cookie, .. } => Some(cookie.clone()),
             _ => None,
         };
@@ -143,22 +189,31 @@ impl Slot {
     /// Whether requests carry a session now.
     pub(super) async fn status(&self) -> SessionStatus {
         match &*self.state.lock().await {
-            State::Unknown => SessionStatus::NotTried,
+            State::Unknown | State::LoggedOut => SessionStatus::NotTried,
             State::Open { .. } => SessionStatus::Open,
             State::Refused { .. } => SessionStatus::Refused,
         }
     }
 }
 
-/// The console's login page beside a Jolokia URL: `…/console/jolokia` → `…/console/auth/login`. `None` when the
-/// URL does not end in `/jolokia` (an agent not behind the console has no login page: basic auth alone).
-pub(super) fn login_url(jolokia_url: &str) -> Option<String> {
-    page_beside(jolokia_url, "auth/login")
+/// The console's login and logout pages beside a Jolokia URL: `…/console/jolokia` → `…/console/auth/login` and
+/// `…/console/auth/logout`, worked out once, when a client is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ConsolePages {
+    /// Where a session starts.
+    pub(super) login: String,
+    /// Where it ends.
+    pub(super) logout: String,
 }
 
-/// The console's logout page beside a Jolokia URL (as [`login_url`]).
-pub(super) fn logout_url(jolokia_url: &str) -> Option<String> {
-    page_beside(jolokia_url, "auth/logout")
+impl ConsolePages {
+    /// The pages beside `jolokia_url`; `None` when the URL does not end in `/jolokia` (an agent not behind the
+    /// console has no login page: basic auth alone).
+    pub(super) fn beside(jolokia_url: &str) -> Option<ConsolePages> {
+        let login = page_beside(jolokia_url, "auth/login")?;
+        let logout = page_beside(jolokia_url, "auth/logout")?;
+        Some(ConsolePages { login, logout })
+    }
 }
 
 fn page_beside(jolokia_url: &str, page: &str) -> Option<String> {
@@ -192,23 +247,40 @@ pub(super) fn set_cookies(headers: &reqwest::header::HeaderMap) -> impl Iterator
 mod tests {
     use super::*;
 
+    /// The tests that read or empty the process-wide map, one at a time.
+    static MAP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     #[test]
     fn the_login_page_sits_beside_the_agent() {
+        let login = |url: &str| ConsolePages::beside(url).map(|pages| pages.login);
         assert_eq!(
-            login_url("http://127.0.0.1:8161/console/jolokia").as_deref(),
+            login("http://127.0.0.1:8161/console/jolokia").as_deref(),
             Some("http://127.0.0.1:8161/console/auth/login")
         );
         assert_eq!(
-            login_url("https://b.example:8443/console/jolokia/").as_deref(),
+            login("https://b.example:8443/console/jolokia/").as_deref(),
             Some("https://b.example:8443/console/auth/login")
         );
-        assert_eq!(login_url("http://h/jolokia").as_deref(), Some("http://h/auth/login"));
-        assert_eq!(login_url("http://h/console/jolokia-agent"), None);
-        assert_eq!(login_url("not a url"), None);
+        assert_eq!(login("http://h/jolokia").as_deref(), Some("http://h/auth/login"));
+        assert_eq!(login("http://h/console/jolokia-agent"), None);
+        assert_eq!(login("not a url"), None);
         assert_eq!(
-            logout_url("http://127.0.0.1:8161/console/jolokia").as_deref(),
+            ConsolePages::beside("http://127.0.0.1:8161/console/jolokia").map(|pages| pages.logout).as_deref(),
             Some("http://127.0.0.1:8161/console/auth/logout")
         );
+    }
+
+    #[test]
+    fn the_login_and_logout_pages_are_worked_out_together() {
+        assert_eq!(
+            ConsolePages::beside("https://b.example:8443/console/jolokia/?maxDepth=3"),
+            Some(ConsolePages {
+                login: "https://b.example:8443/console/auth/login".into(),
+                logout: "https://b.example:8443/console/auth/logout".into(),
+            })
+        );
+        // Both or neither: a login with nowhere to log out never happens.
+        assert_eq!(ConsolePages::beside("http://h/jolokia-agent"), None);
     }
 
     #[test]
@@ -225,11 +297,71 @@ mod tests {
 
     #[test]
     fn a_wrong_password_has_a_session_of_its_own() {
-        let right = slot("http://h/console/jolokia", "u", &Secret::new("right".into()));
-        let again = slot("http://h/console/jolokia", "u", &Secret::new("right".into()));
-        let wrong = slot("http://h/console/jolokia", "u", &Secret::new("wrong".into()));
+        let _map = MAP.blocking_lock();
+        let key = |password: &str| SlotKey::new("http://h/console/jolokia", "u", &Secret::new(password.into()));
+        let right = slot(&key("right"));
+        let again = slot(&key("right"));
+        let wrong = slot(&key("wrong"));
         assert!(Arc::ptr_eq(&right, &again));
         assert!(!Arc::ptr_eq(&right, &wrong));
+        let other_user = slot(&SlotKey::new("http://h/console/jolokia", "v", &Secret::new("right".into())));
+        assert!(!Arc::ptr_eq(&right, &other_user));
+    }
+
+    #[test]
+    fn a_slot_is_kept_under_a_digest_of_the_password_never_the_password() {
+        let password = "hunter2-the-password";
+        let key = SlotKey::new("http://h/console/jolokia", "u", &Secret::new(password.into()));
+        assert_eq!(key.password_digest, <[u8; 32]>::from(Sha256::digest(password.as_bytes())));
+        assert_ne!(key, SlotKey::new("http://h/console/jolokia", "u", &Secret::new("hunter3-the-password".into())));
+        let shown = format!("{key:?}");
+        assert!(shown.contains("http://h/console/jolokia") && !shown.contains(password), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn a_logged_out_slot_leaves_the_map_and_is_never_logged_in_again() {
+        let _map = MAP.lock().await;
+        let key = SlotKey::new("http://logged-out/console/jolokia", "u", &Secret::new("p".into()));
+        let open = slot(&key);
+        let login = || Login { cookie: Secret::new("s=1".to_string()), logout: None };
+        open.cookie(|_| async { Ok::<_, ()>(Some(login())) }).await.unwrap();
+        assert_eq!(status(&key).await, SessionStatus::Open);
+
+        log_out_all(Duration::from_secs(1)).await;
+        assert!(!slots().contains_key(&key), "the slot left the map");
+        assert_eq!(status(&key).await, SessionStatus::NotTried);
+        // A request that held the slot before the logout: basic auth alone, no login on a slot nobody logs out.
+        let held = open.cookie(|_| async { panic!("a logged-out slot logs in again") as Result<_, ()> }).await;
+        assert!(held.unwrap().is_none());
+        assert_eq!(open.status().await, SessionStatus::NotTried);
+        // The next request has a new slot, in the map.
+        let next = slot(&key);
+        assert!(!Arc::ptr_eq(&open, &next));
+        assert!(Arc::ptr_eq(&next, &slot(&key)));
+    }
+
+    /// The docs give the renewal time in words (docs/permissions.md, ADR 0011): they say [`RENEW_AFTER`].
+    #[test]
+    fn the_docs_say_the_renewal_time() {
+        let secs = RENEW_AFTER.as_secs();
+        for (doc, text, said) in [
+            (
+                "docs/permissions.md",
+                include_str!("../../../docs/permissions.md"),
+                [format!("renewed every {secs} seconds"), format!("within {secs} seconds")],
+            ),
+            (
+                "docs/adr/0011-a-batch-is-a-pipeline-of-steps.md",
+                include_str!("../../../docs/adr/0011-a-batch-is-a-pipeline-of-steps.md"),
+                [format!("renew the session every {secs} s"), format!("within the {secs} s renewal")],
+            ),
+        ] {
+            // A line break may fall anywhere in a sentence.
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            for words in said {
+                assert!(text.contains(&words), "{doc} does not say {words:?} (session::RENEW_AFTER is {secs} s)");
+            }
+        }
     }
 
     #[tokio::test]
