@@ -1,6 +1,8 @@
 //! The Jolokia management client against the real test bed (Artemis 2.40.0): names, HA state, queue attributes,
-//! batches with per-entry results, address settings, moves, and typed errors; and the cluster registry.
+//! batches with per-entry results, address settings, moves, and typed errors; the cluster registry; and the Core
+//! connections a worker keeps between batches, with their sessions.
 
+mod pool;
 mod registry;
 
 use std::time::Duration;
@@ -24,7 +26,7 @@ fn endpoint(node: &Node) -> Endpoint {
     }
 }
 
-async fn management(node: &Node) -> BrokerManagement {
+pub(crate) async fn management(node: &Node) -> BrokerManagement {
     BrokerManagement::discover(JolokiaClient::new(endpoint(node), Duration::from_secs(10))).await.expect("discover")
 }
 

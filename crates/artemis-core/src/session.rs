@@ -125,6 +125,12 @@ impl Session {
         self.inner.closed.store(true, Ordering::Release);
     }
 
+    /// Whether the session can still be used: neither it nor its connection has been closed. A caller that keeps
+    /// a session between units of work asks before using it again.
+    pub fn is_open(&self) -> bool {
+        self.inner.check_open().is_ok()
+    }
+
     /// The session's options.
     pub fn options(&self) -> SessionOptions {
         self.inner.options

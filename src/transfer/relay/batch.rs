@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use artemis_core::{Connection, Consumer, Session, SessionOptions};
+use artemis_core::{Connection, Consumer, Session};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
@@ -121,46 +121,40 @@ impl SourceSide {
     }
 }
 
-/// A batch's sessions to close once it is done, apart from the connections they run on.
+/// A batch's consumer to close once it is done, and the sessions its connections keep for the next batch once it
+/// has closed.
 struct Closing {
     consumer: Option<Consumer>,
+    kept: Kept,
+}
+
+/// A committed batch's transacted sessions, kept with their connections for the next batch
+/// (`crate::broker::core_pool`).
+struct Kept {
     source: Session,
     target: Option<Session>,
 }
 
 impl Closing {
-    /// The batch's sessions, and its connections (the target's once it was opened).
+    /// The batch's consumer and sessions, and its connections (the target's once it was opened).
     fn of(source: SourceSide, target: Option<TargetSide>) -> ((Link, Option<Link>), Closing) {
         let SourceSide { conn, session, consumer } = source;
         let (target_conn, target_session) = match target {
             Some(TargetSide { conn, session }) => (Some(conn), session),
             None => (None, None),
         };
-        ((conn, target_conn), Closing { consumer, source: session, target: target_session })
+        ((conn, target_conn), Closing { consumer, kept: Kept { source: session, target: target_session } })
     }
 
-    /// Closes the sessions, both ends side by side (one's answer need not wait for the other's), within
-    /// CLOSE_WAIT; whether every close was answered in time.
-    async fn run(self) -> bool {
-        let Closing { consumer, source, target } = self;
-        let source_closing = async {
-            let consumer_closed = match consumer {
-                Some(consumer) => consumer.close().await.is_ok(),
-                None => true,
-            };
-            consumer_closed && source.close().await.is_ok()
+    /// Closes the consumer within CLOSE_WAIT: the sessions to keep once the broker answered in time, having given
+    /// back to staging whatever was delivered to it beyond the batch.
+    async fn run(self) -> Option<Kept> {
+        let Closing { consumer, kept } = self;
+        let closed = match consumer {
+            Some(consumer) => tokio::time::timeout(CLOSE_WAIT, consumer.close()).await.is_ok_and(|c| c.is_ok()),
+            None => true,
         };
-        let target_closing = async {
-            match target {
-                Some(s) => s.close().await.is_ok(),
-                None => true,
-            }
-        };
-        let closing = async {
-            let (source_closed, target_closed) = tokio::join!(source_closing, target_closing);
-            source_closed && target_closed
-        };
-        tokio::time::timeout(CLOSE_WAIT, closing).await.unwrap_or(false)
+        closed.then_some(kept)
     }
 }
 
@@ -262,6 +256,7 @@ impl Take for Batch<'_> {
             return Err(RelayError::transient(Code::Core, "the batch's target connection was not opened"));
         };
         let (queue, display) = (&self.run.plan.target.queue, self.run.plan.target.display());
+        let session = target.conn.transacted_session().await?;
         let watch = match TargetWatch::start(&target.conn, queue, &display).await {
             Ok(watch) => watch,
             Err(e) => {
@@ -269,7 +264,6 @@ impl Take for Batch<'_> {
                 return Err(e);
             }
         };
-        let session = target.conn.create_session(SessionOptions::transacted()).await?;
         let refill = refill.take();
         if refill.is_some() {
             *refilling = Some(Beside::spawn(refill_beside(refill, ends.source.clone(), self.heap_guard())));
@@ -319,7 +313,7 @@ impl Take for Batch<'_> {
                 None => None,
             }
         };
-        let (written, closed, read_ahead) = tokio::join!(
+        let (written, kept, read_ahead) = tokio::join!(
             self.write_record(remaining, settled, &dealt.ids, dealt.count, dealt.dead),
             closing.run(),
             read_ahead
@@ -328,7 +322,7 @@ impl Take for Batch<'_> {
         if let (true, Some((since, Ok(read)))) = (recorded, read_ahead) {
             self.h.ahead.keep(self.ctx.job.run_id, self.ctx.job.seq + 1, since, read);
         }
-        self.keep_links(links, closed && recorded);
+        self.keep_links(links, kept.filter(|_| recorded));
         Ok(ControlFlow::Continue(go_on_step!(written)))
     }
 }
@@ -390,9 +384,9 @@ impl<'a> Batch<'a> {
         Ok(ControlFlow::Continue(Ends { source, target, facts }))
     }
 
-    /// The batch's transacted session on the source's connection (kept between batches).
-    async fn open_source(&mut self, conn: Link) -> Result<SourceSide, RelayError> {
-        let session = conn.create_session(SessionOptions::transacted()).await?;
+    /// The batch's transacted session on the source's connection (both kept between batches).
+    async fn open_source(&mut self, mut conn: Link) -> Result<SourceSide, RelayError> {
+        let session = conn.transacted_session().await?;
         self.laps.lap("source-connect");
         Ok(SourceSide { conn, session, consumer: None })
     }
@@ -783,13 +777,17 @@ impl<'a> Batch<'a> {
     /// The job is committed (or ending) and its continuation may already be leased to this worker, unrenewed
     /// until this returns: closing is courtesy to the brokers, so one that does not answer (frozen, failing over)
     /// gets CLOSE_WAIT ([`Closing::run`]), then whatever is still open is dropped (its sockets closed). Connections
-    /// whose sessions all closed go back to the pool for the next batch (`crate::broker::core_pool` says why that
-    /// is safe).
-    fn keep_links(&mut self, links: (Link, Option<Link>), closed: bool) {
-        if closed {
-            let (source, target) = links;
+    /// whose consumer closed go back to the pool for the next batch, each with the session it committed in
+    /// (`crate::broker::core_pool` says why that is safe).
+    fn keep_links(&mut self, links: (Link, Option<Link>), kept: Option<Kept>) {
+        if let Some(Kept { source: source_session, target: target_session }) = kept {
+            let (mut source, target) = links;
+            source.keep(source_session);
             self.h.links.give_back(source);
-            if let Some(conn) = target {
+            if let Some(mut conn) = target {
+                if let Some(session) = target_session {
+                    conn.keep(session);
+                }
                 self.h.links.give_back(conn);
             }
         }
