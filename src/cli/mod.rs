@@ -296,8 +296,9 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
                 relay.spool_dir = dir.clone();
             }
             let registry = worker::transfer_registry(&pool, relay)?;
-            let _pruner = worker::spawn_pruner(pool.clone(), options.claim.owner.clone(), config.retention());
+            let pruner = worker::spawn_pruner(pool.clone(), options.claim.owner.clone(), config.retention());
             worker::run(pool, registry, options, worker::shutdown::terminate_signal()).await?;
+            pruner.stop(worker::PRUNE_STOP_WAIT).await;
             Ok(Exit::Success)
         }
         Command::Serve(args) => serve(&config, args).await,

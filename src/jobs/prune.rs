@@ -185,9 +185,8 @@ pub async fn audit_prune(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, Er
     }
 }
 
-/// Prunes at once, then every `retention.interval`, until `stop` is cancelled (a prune in progress is then
-/// abandoned: its transaction rolls back, and the next prune does the work). A failed prune is logged and
-/// tried again at the next interval.
+/// Prunes at once, then every `retention.interval`, until `stop` is cancelled: no round starts after that, and a
+/// round in progress runs to its end. A failed prune is logged and tried again at the next interval.
 pub async fn run_schedule(pool: PgPool, worker: String, retention: Retention, stop: CancellationToken) {
     let mut ticks = tokio::time::interval(retention.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -196,18 +195,15 @@ pub async fn run_schedule(pool: PgPool, worker: String, retention: Retention, st
             _ = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            result = scheduled_prune(&pool, &worker, retention) => {
-                if let Err(e) = result {
-                    tracing::warn!(
-                        worker,
-                        error = %crate::jobs::executor::error_chain(&e),
-                        "retention prune failed; it is tried again in {:?}",
-                        retention.interval
-                    );
-                }
-            }
+        // A round once begun runs to its end, its audit row included: its deletions commit before that row is
+        // written, so a stop between the two would leave deletions nobody audited (`worker::Pruner::stop` waits).
+        if let Err(e) = scheduled_prune(&pool, &worker, retention).await {
+            tracing::warn!(
+                worker,
+                error = %crate::jobs::executor::error_chain(&e),
+                "retention prune failed; it is tried again in {:?}",
+                retention.interval
+            );
         }
     }
 }

@@ -82,9 +82,26 @@ pub fn default_name() -> String {
 }
 
 /// The scheduled retention prune of a worker process ([`crate::jobs::prune::run_schedule`]), running until
-/// this is dropped.
+/// [`Pruner::stop`] or until this is dropped.
 pub struct Pruner {
     stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Pruner {
+    /// Starts no new round and waits, up to `wait`, for the round in progress to end: a round's deletions commit
+    /// before its audit row is written, so a process that ended between the two would leave deletions nobody
+    /// audited.
+    pub async fn stop(mut self, wait: Duration) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            if tokio::time::timeout(wait, task).await.is_err() {
+                tracing::warn!(
+                    "the retention prune in progress did not end within {wait:?}; its audit row may be missing"
+                );
+            }
+        }
+    }
 }
 
 impl Drop for Pruner {
@@ -93,12 +110,15 @@ impl Drop for Pruner {
     }
 }
 
+/// How long a stopping worker waits for its retention prune in progress ([`Pruner::stop`]).
+pub const PRUNE_STOP_WAIT: Duration = Duration::from_secs(10);
+
 /// Starts the retention prune of worker `worker`: at once, then every `retention.interval`, one replica at a
-/// time. It stops when the returned [`Pruner`] is dropped (a prune in progress rolls back).
+/// time. [`Pruner::stop`] lets a round in progress end; dropping the [`Pruner`] starts no new round.
 pub fn spawn_pruner(pool: PgPool, worker: String, retention: Retention) -> Pruner {
     let stop = CancellationToken::new();
-    tokio::spawn(prune::run_schedule(pool, worker, retention, stop.clone()));
-    Pruner { stop }
+    let task = tokio::spawn(prune::run_schedule(pool, worker, retention, stop.clone()));
+    Pruner { stop, task: Some(task) }
 }
 
 /// How long a stopping process waits for each console logout.
