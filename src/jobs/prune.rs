@@ -154,6 +154,7 @@ pub async fn scheduled_prune(pool: &PgPool, worker: &str, retention: Retention) 
         tracing::debug!(worker, "retention prune skipped: another replica is pruning");
         return Ok(None);
     };
+    crate::transfer::relay::fault::pause("prune-committed").await;
     pruned.audit = audit_prune(pool, self::before(now, retention.keep_audit)).await?;
     tracing::info!(
         worker,

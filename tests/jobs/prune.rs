@@ -321,3 +321,26 @@ async fn a_worker_process_prunes_on_its_schedule() {
     assert_eq!(by_worker.len(), 2, "one audit row per prune that deleted something: {trail:?}");
     assert!(by_worker.iter().all(|r| r.action == "jobs.prune" && r.detail["deleted"]["runs"] == 1));
 }
+
+/// A worker stopped while its prune round is between the deletions' commit and the audit row lets the round end,
+/// so what it deleted is audited. The fault seam holds the round there for 2 s; before, the stop cancelled it.
+#[tokio::test]
+async fn a_worker_stopped_mid_prune_audits_what_it_deleted() {
+    let _heavy = support::HEAVY.lock().await;
+    let db = support::db("prune_stop").await;
+    let dir = support::log_dir("prune_stop");
+    let old = stopped_run(&db.pool).await;
+    make_old(&db.pool, &[old], 40).await;
+    let mut env = support::process::fast_lease_env(5.0, 1.0);
+    env.push(("ARTEMIS_TRANSFER_FAULT_PAUSE".into(), "prune-committed:2000".into()));
+    let worker = WorkerProcess::spawn(&db.url, "prune-stop", 1, &env, &dir);
+    worker.ready().await;
+    support::wait_for("the worker to delete the old run", Duration::from_secs(30), || async {
+        (!exists(&db.pool, old).await).then_some(())
+    })
+    .await;
+    worker.stop().await;
+    let trail = record::audit_list(&db.pool, 100).await.unwrap();
+    let audited = trail.iter().filter(|r| r.actor == "worker:prune-stop" && r.action == "jobs.prune").count();
+    assert_eq!(audited, 1, "the deletion is audited although the worker was stopped mid-round: {trail:?}");
+}

@@ -25,7 +25,8 @@
 //! wait that long the first time it passes `step` (one of [`PAUSE_STEPS`]), so a test can change the target there:
 //! `target-committed` is just after a batch's target commit, before the look at the target queue after it;
 //! `finish` is at the start of a move's finish, once staging is found empty, before what is left on the source is
-//! counted.
+//! counted; `prune-committed` is in a worker's scheduled retention prune, after its deletions committed and before
+//! its audit row is written.
 
 #[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -42,7 +43,7 @@ pub const REFUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_REFUSE";
 pub const PAUSE_VAR: &str = "ARTEMIS_TRANSFER_FAULT_PAUSE";
 
 /// The steps [`PAUSE_VAR`] can name.
-pub const PAUSE_STEPS: &[&str] = &["target-committed", "finish"];
+pub const PAUSE_STEPS: &[&str] = &["target-committed", "finish", "prune-committed"];
 
 /// The steps a fault can name.
 pub const STEPS: &[&str] = &[
