@@ -188,3 +188,18 @@ fn log_event(worker: &apalis_core::worker::context::WorkerContext, event: &Event
         other => tracing::trace!(worker = worker.name(), event = ?other, "worker event"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PRUNE_STOP_WAIT;
+
+    /// The operators' words give the same wait as the rule.
+    #[test]
+    fn the_docs_give_the_prune_stop_wait() {
+        let words = format!("lets a prune in progress end (up to {} s)", PRUNE_STOP_WAIT.as_secs());
+        assert!(
+            include_str!("../../docs/configuration.md").contains(&words),
+            "docs/configuration.md should say {words:?}"
+        );
+    }
+}
