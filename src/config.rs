@@ -151,8 +151,9 @@ pub struct RetryConfig {
 }
 
 /// `[retention]`: every worker prunes ended runs with their jobs and events, at start and then periodically, one
-/// replica at a time. Never pruned: live runs, stopped/interrupted/failed runs that still hold a staging queue, and
-/// the audit table.
+/// replica at a time. Never pruned: live runs, and stopped/interrupted/failed runs that still hold a staging queue.
+/// Audit rows go only after `audit_days`. A prune that deleted something writes an audit row under the worker's
+/// name, and a worker being stopped lets a prune in progress end (up to 10 s) so that row is written.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetentionConfig {
