@@ -13,6 +13,7 @@
 //!   handler stopped at its deadline.
 //! - `restart`: Postgres restarted under load (a private cluster: the shared one is never restarted).
 //! - `admin`: each admin command on a live system, and its audit row.
+//! - `ledger`: a copy's ledger lookup probes its key whatever the statistics say.
 //! - `permit`: the per-node token bucket SQL function.
 //! - `prune`: retention: what goes, what never goes (staging, live runs, audit), concurrent and scheduled prunes.
 //! - `settings_cli`: `artemis-transfer settings` show and set, refusals, audit rows.
@@ -21,6 +22,7 @@ mod admin;
 mod claim;
 mod crash;
 mod functions;
+mod ledger;
 mod pacing;
 mod permit;
 mod prune;
