@@ -106,6 +106,50 @@ async fn a_copy_in_doubt_is_not_doubled_by_another_run_filling_the_shared_cache(
     shared_window(Mode::Copy).await;
 }
 
+/// A copy keeps two batches in flight (a batch's record is written beside the next one's send), so the next
+/// batch is counted into the window beside the one before it. Into an address whose cache (30 ids) cannot hold two
+/// batches of 20, that admission fails on the run's own batch: the batch before is recorded first and the next is
+/// admitted then, with no wait. A worker dies after its third target commit; the copy ends exact, nothing doubled.
+#[tokio::test]
+async fn a_copy_into_a_cache_smaller_than_two_batches_records_before_it_sends_again() {
+    const N: u32 = 100;
+    let bed = TestBed::require().await;
+    let (east, west) = (bed.node("east-1"), bed.node("west-1"));
+    let (source, target) = (unique_name("window_small_src"), unique_name("window_small_dst"));
+    management(west).add_address_settings(&target, &json!({ "idCacheSize": 30 })).await.unwrap();
+    create_queue(west, &target).await;
+    create_queue(east, &source).await;
+    let produce =
+        Produce { count: N, prefix: "small-".into(), kinds: "bytes".into(), durable_only: true, ..Produce::default() };
+    fidelity::produce(east, &source, &produce).await;
+
+    let mut world = World::new("window_small", &[("batch_size", json!(20))]).await;
+    let (from, to) = (queue_ref("east", "east-1", &source), queue_ref("west", "west-1", &target));
+    let stored = world.preview_copy(from, to, Selection::All).await;
+    let doomed = world.spawn_worker("doomed", &[("ARTEMIS_TRANSFER_FAULT", "copy-target-commit:3")]).await;
+    world.execute(&stored).await;
+    let status = world.workers[doomed].wait_exit(Duration::from_secs(120)).await;
+    assert!(!status.success(), "the worker was meant to abort after its third target commit, but exited {status}");
+    world.spawn_worker("rescuer", &[]).await;
+    let (_, counters) = world.wait_run(stored.run_id, &["succeeded"], Duration::from_secs(180)).await;
+
+    let on_target = census(west, &target).await;
+    let doubled: Vec<String> = on_target.iter().filter(|(_, n)| **n > 1).map(|(id, n)| format!("{id}×{n}")).collect();
+    assert!(doubled.is_empty(), "doubled {doubled:?}");
+    assert_eq!(on_target.len(), N as usize, "{counters:?}");
+    assert_eq!((counters.selected, counters.delivered), (Some(i64::from(N)), i64::from(N)), "{counters:?}");
+    assert_eq!(counters.already_on_target, 20, "the batch in doubt came again whole: {counters:?}");
+    let waits: i64 = sqlx::query_scalar("SELECT count(*) FROM run_event WHERE kind = 'waiting_for_room'")
+        .fetch_one(&world.pool)
+        .await
+        .unwrap();
+    assert_eq!(waits, 0, "the copy waited on its own batch in flight");
+    let j = management(west);
+    j.destroy_queue(&target).await.unwrap();
+    let _ = j.remove_address_settings(&target).await;
+    management(east).destroy_queue(&source).await.unwrap();
+}
+
 /// A run taken over after a crash between its target commit and its source acknowledgement, with `batch_size`
 /// raised tenfold meanwhile: the batch in doubt is settled and the larger batches that follow land once each.
 #[tokio::test]

@@ -34,6 +34,7 @@ use serde_json::json;
 use super::beside::Beside;
 use super::guard::{check_source_heap, check_target, BatchSize, TargetCheck};
 use super::in_doubt::Marks;
+use super::laps::Laps;
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
 use super::queues::{source_end, target_facts, target_facts_in, TargetRead};
@@ -609,7 +610,7 @@ impl<'a> Batch<'a> {
         // The ids sent again keep their marks; the new ones get this batch's own. Held back, the cursor stays as
         // loaded: what the reconcile settled is written with its count by a later attempt.
         let loaded = std::mem::replace(&mut self.run.relay.in_doubt, settled.still_in_doubt.clone());
-        if let Err(held) = window::admit(tx.conn(), &mut self.run, cache, started, new_ids).await? {
+        if let Err(held) = window::admit(tx.conn(), &mut self.run, cache, started, new_ids, &[]).await? {
             drop(tx);
             self.run.relay.in_doubt = loaded;
             source.give_back().await;
@@ -839,32 +840,5 @@ fn held_elsewhere(staging_queue: &str, held: i64, visible: usize) -> Outcome {
             "staging {staging_queue} holds {held} messages but only {visible} are visible: the rest are still in \
              delivery to a previous worker's consumer, which the broker gives back when its connection ends"
         ),
-    }
-}
-
-/// Where a batch's time went, for the debug log that throughput work reads.
-struct Laps {
-    last: std::time::Instant,
-    laps: Vec<(&'static str, Duration)>,
-}
-
-impl Laps {
-    fn start() -> Laps {
-        Laps { last: std::time::Instant::now(), laps: Vec::new() }
-    }
-
-    fn lap(&mut self, step: &'static str) {
-        let now = std::time::Instant::now();
-        self.laps.push((step, now - self.last));
-        self.last = now;
-    }
-}
-
-impl std::fmt::Display for Laps {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, (step, d)) in self.laps.iter().enumerate() {
-            write!(f, "{}{step} {:.1}ms", if i == 0 { "" } else { ", " }, d.as_secs_f64() * 1000.0)?;
-        }
-        Ok(())
     }
 }

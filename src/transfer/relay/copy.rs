@@ -15,10 +15,14 @@
 //! | step | durable before the next step | a crash right after it |
 //! |---|---|---|
 //! | [`Slice::browse`] up to a batch, minus ledger ids (first what was browsed ahead) | nothing | nothing happened |
-//! | [`Slice::mark_in_doubt`] | the batch's ids, fenced, counted into the target's duplicate-id window | re-browsed and re-sent |
-//! | [`Slice::send`], the target commit (the next batch browsed ahead beside it, in memory and the spool only) | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
+//! | [`Slice::mark_in_doubt`] | the batch's ids, fenced, counted into the target's duplicate-id window beside the batch before it when that one waits for its record | re-browsed and re-sent; so is the batch before it, committed on the target and not yet recorded, which the target's duplicate cache drops |
+//! | [`Slice::send`], the target commit; beside it the next batch browsed ahead (in memory and the spool only) and the batch before it recorded | the target holds the batch | re-browsed and re-sent; the target's duplicate cache drops them (one by one) |
 //! | [`Slice::dead_letter`] | proven poison on a DMQ | re-proven; the DMQ drops its duplicate id |
-//! | [`Slice::record`]: ledger + counters, fenced | the batch is recorded | — |
+//! | [`Slice::record`]: ledger + counters, fenced — written beside the next batch's send, or at once for a batch that dead-lettered, the selection's last, a stop's, or before the slice writes anything else | the batch is recorded | — |
+//!
+//! Two batches are in flight from the target's commit of one to its record (docs/adr/0011, "Two batches in
+//! flight"): the next batch is marked in doubt after that commit and its mark commits first, so Postgres never
+//! says less is in doubt than the target may hold; the record that follows writes both as they then are.
 //!
 //! The duplicate id of each message is `studio:<run>:<source message id>`: stable across every browse.
 //!
@@ -40,6 +44,7 @@ use super::beside::Beside;
 use super::dmq;
 use super::finish::{another_pass, end_run, end_words, prove_end, source_count_now};
 use super::guard::{check_target, BatchSize};
+use super::laps::Laps;
 use super::pipeline::{self, Dealt, Take};
 use super::poison::Poison;
 use super::queues::{target_facts, target_facts_in, TargetRead, AHEAD_FRESH};
@@ -49,6 +54,7 @@ use super::refill::whole_queue_left;
 use super::row;
 use super::run::{hold_back, load, load_settings, stop_for_lost_cache, stop_outcome, wait_for_room, Step};
 use super::send::{full_words, send_taken, Landed, Route, SendFailure, TargetWatch};
+use super::spool::SpoolFile;
 use super::state::{BatchCount, JobAttempt, TransferRun};
 use super::window::{self, Resend};
 use super::Code;
@@ -96,7 +102,14 @@ pub async fn copy_slice(h: &TransferHandler, ctx: &JobContext, config: &RelayCon
             // The paced wait would outlast the slice: the continuation waits instead, queued, holding no browser.
             return slice.end(Some(due)).await;
         }
-        tokio::time::sleep(wait).await;
+        if !wait.is_zero() {
+            // A paced slice records each batch before it waits: nothing is left in doubt over a wait.
+            slice.settle_unrecorded().await?;
+            if slice.stop_after {
+                return Ok(stop_outcome(&slice.run));
+            }
+            tokio::time::sleep(wait).await;
+        }
     }
     slice.end(None).await
 }
@@ -173,6 +186,24 @@ struct Slice<'a> {
     /// next batch's guard uses them while fresh ([`AHEAD_FRESH`]), as "capacity is re-checked before every batch"
     /// allows of a read that follows the previous batch's commit.
     facts_ahead: Option<Beside<Result<TargetRead, RelayError>>>,
+    /// Where the batch under way spent its time (the `batch timings` debug line).
+    laps: Laps,
+    /// The last batch, committed on the target and not yet recorded: its record is written beside the next
+    /// batch's send, once that batch's in-doubt mark has committed (docs/adr/0011, "Two batches in flight"), or
+    /// before anything else the slice writes ([`Slice::settle_unrecorded`]). Until then Postgres holds it in
+    /// doubt, as a crash right after its target commit would leave it.
+    unrecorded: Option<Dealt>,
+    /// A record written beside a send found a stop asked for: the batch in flight is recorded, then the run stops.
+    stop_after: bool,
+}
+
+/// What a batch's record said of the slice.
+enum Recorded {
+    GoOn,
+    /// A stop was asked for.
+    StopAsked,
+    /// A poison message no dead message queue accepted: the run stops, in these words.
+    DeadLetterRefused(String),
 }
 
 /// A batch a slice copied (or found nothing to copy).
@@ -228,14 +259,17 @@ impl Take for CopyBatch<'_, '_> {
         let cap = window::batch_cap(settings.batch_size.max(1), facts.duplicate_cache_size()) as usize;
         let batch_size = self.batch_size.min(cap);
         if let Some(words) = guard_target(&slice.run, &facts, batch_size, settings)? {
+            slice.settle_unrecorded().await?;
             return Ok(ControlFlow::Break(wait_for_room(slice.ctx, &mut slice.run, settings, words).await?));
         }
         let route = Route::of(&slice.run, &facts);
+        slice.laps.lap("guard");
         Ok(ControlFlow::Continue(Ready { target, facts, route, batch_size }))
     }
 
     async fn take(&mut self, ready: &mut Ready) -> Result<Taken, RelayError> {
         let browsed = self.slice.browse(ready.batch_size, &self.settings).await?;
+        self.slice.laps.lap("browse");
         fault::reach("copy-browse");
         Ok(browsed)
     }
@@ -249,6 +283,7 @@ impl Take for CopyBatch<'_, '_> {
         let slice = &mut *self.slice;
         if slice.target_conn.is_none() {
             slice.target_conn = Some(slice.h.links.take(&ready.target, slice.config.connection_ttl).await?);
+            slice.laps.lap("target-connect");
         }
         Ok(())
     }
@@ -279,8 +314,14 @@ impl Take for CopyBatch<'_, '_> {
     async fn record(&mut self, _: Ready, dealt: Dealt) -> Step<Batched> {
         let messages = dealt.count.delivered;
         self.slice.read_ahead();
-        go_on_step!(self.slice.record(&dealt.ids, &dealt.poisoned, dealt.count, dealt.dead).await);
         let last = self.slice.browsed_to_end;
+        if self.slice.may_record_later(&dealt) {
+            self.slice.unrecorded = Some(dealt);
+            self.slice.laps.lap("record-later");
+            tracing::debug!(run = %self.slice.run.id, laps = %self.slice.laps, "batch timings");
+        } else {
+            go_on_step!(self.slice.record(dealt).await);
+        }
         Ok(ControlFlow::Continue(Batched {
             messages,
             started: self.started,
@@ -339,6 +380,9 @@ impl<'a> Slice<'a> {
             browsed_to_end: false,
             unstamped_room: None,
             facts_ahead: None,
+            laps: Laps::start(),
+            unrecorded: None,
+            stop_after: false,
         })
     }
 
@@ -349,6 +393,7 @@ impl<'a> Slice<'a> {
         // Before every batch, as a move's (docs/permissions.md): nothing is in doubt between a copy's batches, so a revoked
         // grant stops the run at once. The grants, the settings and the target's facts are read side by side.
         let started = Utc::now();
+        self.laps = Laps::start();
         let ahead = self.facts_ahead.take().filter(|reading| reading.since.elapsed() < AHEAD_FRESH);
         let (h, ctx, target) = (self.h, self.ctx, &self.run.plan.target);
         let reading = async move {
@@ -360,16 +405,24 @@ impl<'a> Slice<'a> {
         let (revoked, settings, read) =
             tokio::join!(crate::transfer::permissions::stop_if_revoked(self.ctx), load_settings(self.ctx), reading);
         if let Some(revoked) = revoked? {
+            self.settle_unrecorded().await?;
             return Ok(ControlFlow::Break(revoked));
         }
         let (settings, read) = (settings?, Some(read?));
+        self.laps.lap("grants+settings+facts");
         // A whole-queue copy copies every stamped message and, as a move takes them, no more without a timestamp
         // than the count at t0 leaves (`whole_queue_left`): a producer sending timestamp 0 behind the browser does
         // not keep it going, and the count never chooses among stamped messages.
-        let counters = &self.run.counters;
-        self.unstamped_room = whole_queue_left(&self.run, counters.delivered + counters.dead_lettered);
+        self.unstamped_room = whole_queue_left(&self.run, self.copied_so_far());
         let batch_size = settings.batch_size.max(1) as usize;
         pipeline::batch(&mut CopyBatch { slice: self, started, settings, read, batch_size }).await
+    }
+
+    /// How many the run has copied or dead-lettered, the batch that waits for its record included.
+    fn copied_so_far(&self) -> i64 {
+        let counters = &self.run.counters;
+        let unrecorded = self.unrecorded.as_ref().map_or(0, |d| d.count.delivered + d.count.dead_lettered);
+        counters.delivered + counters.dead_lettered + unrecorded
     }
 
     /// The target's facts for the next batch, read beside this batch's record (its target has committed).
@@ -438,13 +491,14 @@ impl<'a> Slice<'a> {
     /// where the target's cache still holds what landed of them.
     async fn mark_in_doubt(&mut self, browsed: &Taken, facts: &EndFacts, settings: &Settings) -> Step {
         let target_broker = facts.node.as_ref().map(|n| &n.broker);
-        let run = &mut self.run;
-        let sent_again = run.relay.in_doubt.kept(|id| browsed.ids.contains(&id));
+        let sent_again = self.run.relay.in_doubt.kept(|id| browsed.ids.contains(&id));
         if !sent_again.is_empty() {
             match window::resend_marks(&sent_again, target_broker) {
                 Resend::Safe => {}
                 Resend::Unknown(words) => return Err(RelayError::transient(Code::DuplicateWindow, words)),
                 Resend::CacheLost => {
+                    self.settle_unrecorded().await?;
+                    let run = &mut self.run;
                     let in_doubt = run.relay.in_doubt.ids();
                     let started = target_broker.and_then(BrokerState::started_millis);
                     let held_in = format!("the source queue {} (a copy leaves them there)", run.plan.source.display());
@@ -453,16 +507,32 @@ impl<'a> Slice<'a> {
                 }
             }
         }
-        let new_ids: Vec<i64> = browsed.ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(*id)).collect();
-        let mut tx = self.ctx.lease.begin().await?;
         let (cache, started) = (facts.duplicate_cache_size(), target_broker.and_then(BrokerState::started_millis));
-        if let Err(held) = window::admit(tx.conn(), run, cache, started, new_ids).await? {
-            drop(tx);
-            return Ok(ControlFlow::Break(hold_back(self.ctx, run, settings, held).await?));
+        loop {
+            let in_flight = self.unrecorded.as_ref().map(|d| d.ids.clone()).unwrap_or_default();
+            let run = &mut self.run;
+            let new_ids: Vec<i64> =
+                browsed.ids.iter().copied().filter(|id| !run.relay.in_doubt.contains(*id)).collect();
+            let mut tx = self.ctx.lease.begin().await?;
+            match window::admit(tx.conn(), run, cache, started, new_ids, &in_flight).await? {
+                Ok(()) => {
+                    row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
+                    tx.commit_progress().await?;
+                    fault::reach("copy-in-doubt");
+                    self.laps.lap("in-doubt");
+                    return Ok(ControlFlow::Continue(()));
+                }
+                Err(_) if !in_flight.is_empty() => {
+                    // Perhaps no room beside the run's own batch in flight: recorded first, then asked again.
+                    drop(tx);
+                    self.settle_unrecorded().await?;
+                }
+                Err(held) => {
+                    drop(tx);
+                    return Ok(ControlFlow::Break(hold_back(self.ctx, run, settings, held).await?));
+                }
+            }
         }
-        row::save(tx.conn(), run.id, &run.relay, &run.counters).await?;
-        tx.commit_progress().await?;
-        Ok(ControlFlow::Continue(()))
     }
 
     /// Sent in one target transaction (one by one after a duplicate), checked before its commit, while the next
@@ -475,10 +545,12 @@ impl<'a> Slice<'a> {
             ));
         };
         let watch = TargetWatch::start(conn, &self.run.plan.target.queue, &self.run.plan.target.display()).await?;
+        self.laps.lap("target-look");
         let target_session = match self.target_session.take() {
             Some(kept) => kept,
             None => conn.create_session(SessionOptions::transacted()).await?,
         };
+        let recording = self.unrecorded.take().map(|dealt| apply_record(&mut self.run, self.ctx, dealt));
         let accepted_before = self.run.counters.delivered > 0;
         let attempts = settings.target_attempts;
         let sending = send_taken(&target_session, &watch, browsed, route, Mode::Copy, attempts, accepted_before);
@@ -494,8 +566,21 @@ impl<'a> Slice<'a> {
                 None => Ok(None),
             }
         };
-        let (sent, browsed_ahead) = tokio::join!(sending, browsing);
+        // The previous batch's record, written beside this batch's send (its in-doubt mark committed first).
+        let (ctx, run) = (self.ctx, &self.run);
+        let recording = async move {
+            match recording {
+                Some(ledger) => write_record(ctx, run, &ledger).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (sent, browsed_ahead, recorded) = tokio::join!(sending, browsing, recording);
         drop(watch);
+        match recorded? {
+            Some(Recorded::StopAsked) => self.stop_after = true,
+            Some(Recorded::DeadLetterRefused(reason)) => return Ok(ControlFlow::Break(Outcome::Stop { reason })),
+            Some(Recorded::GoOn) | None => {}
+        }
         match browsed_ahead {
             Ok(Some(more)) => self.take_ahead(more),
             Ok(None) => {}
@@ -514,6 +599,7 @@ impl<'a> Slice<'a> {
                 return Err(RelayError::transient_in(Code::Core, "sending the batch to the target", e))
             }
         };
+        self.laps.lap("target-send+commit");
         fault::reach("copy-target-commit");
         // Committed: the session is kept for the next batch (a failed send drops it, its close queued).
         self.target_session = Some(target_session);
@@ -552,42 +638,49 @@ impl<'a> Slice<'a> {
         Ok(dead)
     }
 
+    /// Whether `dealt`'s record may wait for the next batch's send: not when it dead-lettered anything (its
+    /// record names what the DMQ took, and may end the run), when it is the selection's last, or when a stop is
+    /// waiting for this batch.
+    fn may_record_later(&self, dealt: &Dealt) -> bool {
+        let plain = dealt.poisoned.is_empty() && dealt.dead.dead.is_empty() && dealt.dead.stop.is_none();
+        plain && !self.browsed_to_end && !self.stop_after && !self.ctx.stop_requested
+    }
+
     /// The ledger and counters, fenced, in one transaction; the batch out of doubt. Ends the job when a poison
     /// message found no DMQ, or when a stop was asked for (this batch re-sent what was in doubt).
-    async fn record(&mut self, ids: &[i64], poisoned: &HashSet<usize>, count: BatchCount, dead: dmq::Outcome) -> Step {
-        let settled: HashSet<i64> = dead.dead.iter().map(|d| d.received_id).collect();
-        let ledger: Vec<i64> = ids
-            .iter()
-            .enumerate()
-            .filter(|(i, id)| !poisoned.contains(i) || settled.contains(id))
-            .map(|(_, id)| *id)
-            .collect();
-        let run = &mut self.run;
-        run.relay.waiting_since = None;
-        run.counters.add_batch(&count);
-        run.relay.in_doubt.retain(|id| !ids.contains(&id));
-        run.relay.progressed_in = Some(JobAttempt::of(&self.ctx.job));
-        let mut tx = self.ctx.lease.begin().await?;
-        ledger_store::ledger_add(tx.conn(), run.id, &ledger).await?;
-        if let Some(reason) = write_batch(tx.conn(), run, &count, &dead).await? {
-            // The message no DMQ accepted is neither copied nor in the ledger: a resume tries it again.
-            tx.commit_progress().await?;
-            return Ok(ControlFlow::Break(Outcome::Stop { reason }));
+    async fn record(&mut self, dealt: Dealt) -> Step {
+        let ledger = apply_record(&mut self.run, self.ctx, dealt);
+        let recorded = write_record(self.ctx, &self.run, &ledger).await?;
+        self.laps.lap("record");
+        tracing::debug!(run = %self.run.id, laps = %self.laps, "batch timings");
+        match recorded {
+            Recorded::DeadLetterRefused(reason) => Ok(ControlFlow::Break(Outcome::Stop { reason })),
+            Recorded::StopAsked => Ok(ControlFlow::Break(stop_outcome(&self.run))),
+            Recorded::GoOn if self.stop_after => Ok(ControlFlow::Break(stop_outcome(&self.run))),
+            Recorded::GoOn => Ok(ControlFlow::Continue(())),
         }
-        // A stop requested before this slice began waited for this one batch, which re-sent what was in doubt.
-        let stop = tx.stop_requested() || self.ctx.stop_requested;
-        tx.commit_progress().await?;
-        fault::reach("copy-ledger");
-        if stop {
-            return Ok(ControlFlow::Break(stop_outcome(run)));
+    }
+
+    /// The batch that waits for its record, recorded now: before the slice writes anything else of the run (a
+    /// wait, a hold, a stop, its end), so that what it writes counts that batch.
+    async fn settle_unrecorded(&mut self) -> Result<(), RelayError> {
+        if let Some(dealt) = self.unrecorded.take() {
+            let ledger = apply_record(&mut self.run, self.ctx, dealt);
+            if let Recorded::StopAsked = write_record(self.ctx, &self.run, &ledger).await? {
+                self.stop_after = true;
+            }
         }
-        Ok(ControlFlow::Continue(()))
+        Ok(())
     }
 
     /// The slice's job completed and its continuation enqueued: the finish once the selection is browsed to its
     /// end, else the next slice, due at `due` (pacing) or at once. The connections go back to the pool when their
     /// sessions close in time.
     async fn end(mut self, due: Option<DateTime<Utc>>) -> Result<Outcome, RelayError> {
+        self.settle_unrecorded().await?;
+        if self.stop_after {
+            return Ok(stop_outcome(&self.run));
+        }
         let next = match (self.browsed_to_end, due) {
             (true, _) => Phase::CopyFinish.job(),
             (false, Some(due)) => Phase::CopySlice.job().run_at(due),
@@ -617,6 +710,49 @@ impl<'a> Slice<'a> {
         }
         Ok(Outcome::Committed(committed))
     }
+}
+
+/// `dealt` applied to the run as its record writes it: counted, out of doubt, progress noted. Returns the
+/// source ids for the ledger (the batch's, less poison no DMQ took).
+fn apply_record(run: &mut TransferRun, ctx: &JobContext, dealt: Dealt) -> Ledger {
+    let Dealt { ids, poisoned, count, dead } = dealt;
+    let settled: HashSet<i64> = dead.dead.iter().map(|d| d.received_id).collect();
+    let copied: Vec<i64> = ids
+        .iter()
+        .enumerate()
+        .filter(|(i, id)| !poisoned.contains(i) || settled.contains(id))
+        .map(|(_, id)| *id)
+        .collect();
+    run.relay.waiting_since = None;
+    run.counters.add_batch(&count);
+    run.relay.in_doubt.retain(|id| !ids.contains(&id));
+    run.relay.progressed_in = Some(JobAttempt::of(&ctx.job));
+    Ledger { copied, count, dead }
+}
+
+/// What a batch's record writes besides the run's state.
+struct Ledger {
+    /// The source ids copied.
+    copied: Vec<i64>,
+    count: BatchCount,
+    dead: dmq::Outcome,
+}
+
+/// A batch's record, fenced, in one transaction: the ledger, the run's counters and what is in doubt as `run`
+/// holds them (the record applied), its events.
+async fn write_record(ctx: &JobContext, run: &TransferRun, ledger: &Ledger) -> Result<Recorded, RelayError> {
+    let mut tx = ctx.lease.begin().await?;
+    ledger_store::ledger_add(tx.conn(), run.id, &ledger.copied).await?;
+    if let Some(reason) = write_batch(tx.conn(), run, &ledger.count, &ledger.dead).await? {
+        // The message no DMQ accepted is neither copied nor in the ledger: a resume tries it again.
+        tx.commit_progress().await?;
+        return Ok(Recorded::DeadLetterRefused(reason));
+    }
+    // A stop requested before this slice began waited for this one batch, which re-sent what was in doubt.
+    let stop = tx.stop_requested() || ctx.stop_requested;
+    tx.commit_progress().await?;
+    fault::reach("copy-ledger");
+    Ok(if stop { Recorded::StopAsked } else { Recorded::GoOn })
 }
 
 /// The per-batch target guard of a copy: `Some(words)` when the run must wait for room.
@@ -692,16 +828,24 @@ pub async fn copy_finish(h: &TransferHandler, ctx: &JobContext) -> Result<Outcom
 }
 
 /// The browser's next message, a large body streamed to a spool file of its own (never held in memory, as a
-/// move's receive does); `None` at the end of the queue.
+/// move's receive does); `None` at the end of the queue. `spare`: a spool file made and not written, used before
+/// a new one is made and left for the next message when this one's body is not large (making a file for every
+/// message of a browse was a quarter of a copy's batch, docs/BENCHMARKS.md "Session 26").
 async fn browse_one(
     browser: &mut artemis_core::Browser,
     spool: &super::spool::Spool,
+    spare: &mut Option<SpoolFile>,
 ) -> Result<Option<Received>, RelayError> {
-    let mut file = spool.file().await?;
+    let mut file = match spare.take() {
+        Some(file) => file,
+        None => spool.file().await?,
+    };
     let Some(delivery) = browser.next_streaming(file.writer()).await? else {
+        *spare = Some(file);
         return Ok(None);
     };
     if !delivery.body_streamed() {
+        *spare = Some(file);
         return Ok(Some(Received::in_memory(delivery)));
     }
     let len = file.finish().await.map_err(|e| RelayError::transient_in(Code::Spool, "spooling a large body", e))?;
@@ -729,9 +873,9 @@ async fn browse_candidates(
     limits: Limits,
 ) -> Result<Candidates, RelayError> {
     let mut found = Candidates { list: Vec::new(), browsed: 0, end: false };
-    let mut bytes = 0u64;
+    let (mut bytes, mut spare) = (0u64, None);
     while found.list.len() < limits.messages && bytes < limits.bytes {
-        let Some(r) = browse_one(browser, spool).await? else {
+        let Some(r) = browse_one(browser, spool, &mut spare).await? else {
             found.end = true;
             break;
         };

@@ -10,7 +10,9 @@
 //! `source-commit`, `pg-commit` (after the job's fenced commit) — a return's batch in doubt passes `receive`,
 //! `target-commit` and `source-commit` too; `return` (after a return's broker move); and
 //! `local-move` (after the broker's move of a chunk on one node, before its count is written). A copy's
-//! (SPEC §5): `copy-browse` (a batch browsed, nothing sent), `copy-target-commit` (committed on the target, not
+//! (SPEC §5): `copy-browse` (a batch browsed, nothing sent), `copy-in-doubt` (a batch marked in doubt, not sent;
+//! the batch before it committed on the target and not yet recorded, its record being written beside this one's
+//! send), `copy-target-commit` (committed on the target, not
 //! in the ledger), `copy-ledger` (after the ledger's fenced commit, mid-slice). The dead message queue's (docs/dead-message-queue.md):
 //! `dmq-commit` (a poison message committed on a DMQ, its batch not yet recorded in Postgres). A run stopped
 //! because its target lost the duplicate-id cache while a batch was in doubt: `cache-lost` (after the stop's
@@ -56,6 +58,7 @@ pub const STEPS: &[&str] = &[
     "return",
     "local-move",
     "copy-browse",
+    "copy-in-doubt",
     "copy-target-commit",
     "copy-ledger",
     "dmq-commit",

@@ -56,6 +56,7 @@ pub mod fault;
 pub mod finish;
 pub mod guard;
 pub mod in_doubt;
+mod laps;
 pub mod local;
 mod pipeline;
 pub mod poison;

@@ -36,7 +36,7 @@ pub fn key(target: &QueueRef) -> String {
     format!("{}/{}/{}", target.cluster, target.node, target.address())
 }
 
-/// Another run's batch in doubt on the same address.
+/// A batch in doubt on the same address: another run's, or the run's own still in flight.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub run: Uuid,
@@ -186,14 +186,16 @@ fn full_words(target: &str, cache: i64, blocking: &Held) -> String {
 }
 
 /// Counts `new_ids` ids that `run` is about to send into `target` (inside the job's fenced transaction that
-/// records them in doubt), unless they could push another run's batch in doubt out of a cache of `cache` ids.
-/// The row is locked until the transaction ends, so two runs never count past each other.
+/// records them in doubt), unless they could push another run's batch in doubt, or the run's own batches still in
+/// flight (`in_flight`: sent, not yet recorded), out of a cache of `cache` ids. The row is locked until the
+/// transaction ends, so two runs never count past each other.
 pub async fn reserve(
     conn: &mut PgConnection,
     run: Uuid,
     target: &str,
     cache: Option<i64>,
     new_ids: i64,
+    in_flight: &[Held],
 ) -> Result<Room, sqlx::Error> {
     let cache = match cache {
         None => {
@@ -209,6 +211,7 @@ pub async fn reserve(
         .await?
         .into_iter()
         .map(|h| Held { run: h.run, start: h.start.unwrap_or(0), size: i64::from(h.size) })
+        .chain(in_flight.iter().cloned())
         .collect();
     if let Err(blocking) = room(sent, new_ids, cache, &held) {
         return Ok(Room::Full(full_words(target, cache, &blocking)));
@@ -219,17 +222,33 @@ pub async fn reserve(
 
 /// Counts a batch's `new_ids` the run is about to send into the duplicate-id window of its target address, inside
 /// the fenced transaction that marks them in doubt, and marks them so with their window ([`Room::window`]).
-/// `Err(room)`: hold the batch back, nothing marked. The one admission of a batch for a move and a copy.
+/// `in_flight`: the ids of the run's own batch sent and not yet recorded (a copy's batch whose record is written
+/// beside this one's send), whose marks must stay in the cache too. `Err(room)`: hold the batch back, nothing
+/// marked. The one admission of a batch for a move and a copy.
 pub async fn admit(
     conn: &mut PgConnection,
     run: &mut TransferRun,
     cache: Option<i64>,
     target_started: Option<i64>,
     new_ids: Vec<i64>,
+    in_flight: &[i64],
 ) -> Result<Result<(), Room>, sqlx::Error> {
     let target = key(&run.plan.target);
-    let room = reserve(conn, run.id, &target, cache, new_ids.len() as i64).await?;
+    let own = own_marks(run, &target, in_flight);
+    let room = reserve(conn, run.id, &target, cache, new_ids.len() as i64, &own).await?;
     Ok(room.window(target, target_started).map(|window| run.relay.in_doubt.push(new_ids, window)))
+}
+
+/// The run's own marks in `target`'s window that hold any of `ids`, as holders.
+fn own_marks(run: &TransferRun, target: &str, ids: &[i64]) -> Vec<Held> {
+    run.relay
+        .in_doubt
+        .marks()
+        .iter()
+        .filter(|m| m.ids.iter().any(|id| ids.contains(id)))
+        .filter_map(|m| m.window.as_ref().filter(|w| w.target == target).map(|w| (w.start, m.ids.len())))
+        .map(|(start, size)| Held { run: run.id, start, size: size as i64 })
+        .collect()
 }
 
 #[cfg(test)]
