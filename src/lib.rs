@@ -24,6 +24,8 @@ pub mod transfer;
 pub mod worker;
 
 #[cfg(test)]
+mod docs_said;
+#[cfg(test)]
 mod shape_tests;
 #[cfg(test)]
 mod sql_placement_tests;

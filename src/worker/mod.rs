@@ -196,10 +196,12 @@ mod tests {
     /// The operators' words give the same wait as the rule.
     #[test]
     fn the_docs_give_the_prune_stop_wait() {
-        let words = format!("lets a prune in progress end (up to {} s)", PRUNE_STOP_WAIT.as_secs());
-        assert!(
-            include_str!("../../docs/configuration.md").contains(&words),
-            "docs/configuration.md should say {words:?}"
+        let secs = PRUNE_STOP_WAIT.as_secs();
+        crate::docs_said::assert_says(
+            "docs/configuration.md",
+            include_str!("../../docs/configuration.md"),
+            &[format!("lets a prune in progress end (up to {secs} s)")],
+            &format!("worker::PRUNE_STOP_WAIT is {secs} s"),
         );
     }
 }

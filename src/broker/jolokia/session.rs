@@ -356,11 +356,7 @@ mod tests {
                 [format!("renew the session every {secs} s"), format!("within the {secs} s renewal")],
             ),
         ] {
-            // A line break may fall anywhere in a sentence.
-            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            for words in said {
-                assert!(text.contains(&words), "{doc} does not say {words:?} (session::RENEW_AFTER is {secs} s)");
-            }
+            crate::docs_said::assert_says(doc, text, &said, &format!("session::RENEW_AFTER is {secs} s"));
         }
     }
 
