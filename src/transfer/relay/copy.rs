@@ -649,8 +649,7 @@ impl<'a> Slice<'a> {
     /// The ledger and counters, fenced, in one transaction; the batch out of doubt. Ends the job when a poison
     /// message found no DMQ, or when a stop was asked for (this batch re-sent what was in doubt).
     async fn record(&mut self, dealt: Dealt) -> Step {
-        let ledger = apply_record(&mut self.run, self.ctx, dealt);
-        let recorded = write_record(self.ctx, &self.run, &ledger).await?;
+        let recorded = self.record_now(dealt).await?;
         self.laps.lap("record");
         tracing::debug!(run = %self.run.id, laps = %self.laps, "batch timings");
         match recorded {
@@ -665,12 +664,17 @@ impl<'a> Slice<'a> {
     /// wait, a hold, a stop, its end), so that what it writes counts that batch.
     async fn settle_unrecorded(&mut self) -> Result<(), RelayError> {
         if let Some(dealt) = self.unrecorded.take() {
-            let ledger = apply_record(&mut self.run, self.ctx, dealt);
-            if let Recorded::StopAsked = write_record(self.ctx, &self.run, &ledger).await? {
+            if let Recorded::StopAsked = self.record_now(dealt).await? {
                 self.stop_after = true;
             }
         }
         Ok(())
+    }
+
+    /// `dealt` applied to the run and written, in one fenced transaction.
+    async fn record_now(&mut self, dealt: Dealt) -> Result<Recorded, RelayError> {
+        let ledger = apply_record(&mut self.run, self.ctx, dealt);
+        write_record(self.ctx, &self.run, &ledger).await
     }
 
     /// The slice's job completed and its continuation enqueued: the finish once the selection is browsed to its
