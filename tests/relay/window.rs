@@ -11,7 +11,8 @@ use testbed::scratch::{ScratchBroker, ScratchOptions};
 use testbed::{unique_name, TestBed};
 
 use crate::support::{
-    census, create_queue, management, queue_ref, register_scratch, scratch_node, World, SCRATCH_CREDENTIALS,
+    assert_accounting, census, create_queue, management, queue_ref, register_scratch, scratch_node, Census, World,
+    SCRATCH_CREDENTIALS,
 };
 use artemis_transfer::transfer::{Mode, Selection};
 
@@ -144,6 +145,9 @@ async fn a_copy_into_a_cache_smaller_than_two_batches_records_before_it_sends_ag
         .await
         .unwrap();
     assert_eq!(waits, 0, "the copy waited on its own batch in flight");
+    let ids: Vec<String> = (0..N).map(|i| format!("small-{i}")).collect();
+    let on_source = census(east, &source).await;
+    assert_accounting(&counters, &Census::copied(&ids, &on_target, &on_source));
     let j = management(west);
     j.destroy_queue(&target).await.unwrap();
     let _ = j.remove_address_settings(&target).await;
